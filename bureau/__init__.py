@@ -1,0 +1,23 @@
+"""Bureau: multi-agent memory isolation you can see, prove and measure.
+
+Start with ``Bureau.open()``, then ``bureau.load_scenario("safe-combination")``.
+"""
+
+from .errors import BureauError
+from .model import BOARD, Answer, Event, MemoryCard, RetrievalTrace, ScopeResult
+from .service import Bureau, Case
+from .settings import Settings
+
+__all__ = [
+    "BOARD",
+    "Answer",
+    "Bureau",
+    "BureauError",
+    "Case",
+    "Event",
+    "MemoryCard",
+    "RetrievalTrace",
+    "ScopeResult",
+    "Settings",
+]
+__version__ = "0.1.0"

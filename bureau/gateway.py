@@ -1,0 +1,363 @@
+"""MemoryGateway: the only module that touches PowerMem and seekdb.
+
+Everything above this line of code speaks in cases, roles and cards; everything below it is
+PowerMem. The gateway's job is to make the storage's sharp edges impossible to hit by accident:
+
+* every call is scoped by case (PowerMem ``user_id``) *and* role (``agent_id``); PowerMem's own
+  get/delete by id would touch any row, so the gateway checks case and owner first;
+* every returned row is checked again against the scope that was asked for (a filter bug must
+  surface as ``BoundaryViolation``, not as a quiet leak);
+* calls are serialised by one process-wide lock (PowerMem crashes the process under threads);
+* a second data path in one process is refused (PowerMem would silently reuse the first store);
+* search is vector-only and PowerMem's "intelligent memory" is off;
+* PowerMem's log and audit files go under the data directory and no stray ``.env`` is read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .embedding import Encoder, HashEncoder, OpenAICompatibleEncoder, shared_minilm
+from .errors import BoundaryViolation, ConfigurationError, StoreAlreadyOpenError
+from .model import MemoryCard
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+_LOCK = threading.RLock()
+"""One lock for every PowerMem call in this process (threads on one Memory crash seekdb)."""
+_OPEN: dict[str, Any] = {}
+"""The store this process has opened: {"key": ..., "memory": Memory, "encoder": Encoder}."""
+_ACTIVE_ENCODER: Encoder | None = None
+
+META_KEYS = (
+    "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created"
+)
+
+
+def case_user_id(case_id: str) -> str:
+    return f"case:{case_id}"
+
+
+def _make_encoder(settings: Settings) -> Encoder:
+    if settings.embedder == "minilm":
+        return shared_minilm()
+    if settings.embedder == "hash":
+        return HashEncoder()
+    return OpenAICompatibleEncoder(
+        settings.embedding_model,
+        settings.embedding_dims,
+        settings.embedding_base_url,
+        settings.embedding_api_key_env,
+    )
+
+
+def _store_key(settings: Settings) -> str:
+    if settings.store == "embedded":
+        return f"embedded:{settings.seekdb_path}"
+    s = settings.server
+    return f"server:{s.host}:{s.port}/{s.db_name}"
+
+
+def _import_powermem(settings: Settings) -> Any:
+    """Import PowerMem with logging pointed into the data directory and no .env lookup."""
+    logs = settings.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    # PowerMem reads these at import time; the defaults write ./logs/powermem.log at DEBUG.
+    os.environ["LOGGING_FILE"] = str(logs / "powermem.log")
+    os.environ["LOGGING_LEVEL"] = "WARNING"
+    os.environ["LOGGING_CONSOLE_ENABLED"] = "false"
+    os.environ["LOGGING_MAX_SIZE"] = "10MB"
+    os.environ["LOGGING_BACKUP_COUNT"] = "2"
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+    import powermem
+    import powermem.settings as pm_settings
+    from pydantic_settings import BaseSettings
+    from pyobvector.client.ob_client import ObClient
+
+    # Never read a .env that happens to lie in the cwd or any parent directory.
+    pm_settings._DEFAULT_ENV_FILE = None
+    todo = list(BaseSettings.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("powermem"):
+            cls.model_config["env_file"] = None
+    # Embedded seekdb rebuilds the whole vector index after every upsert (10-14 s per update);
+    # new rows are visible to filtered searches without it.
+    ObClient._flush_seekdb_index = lambda self: None
+    _register_embedder()
+    return powermem
+
+
+def _register_embedder() -> None:
+    """Expose the bureau's encoder to PowerMem as the embedder provider ``bureau``."""
+    if "_PowerMemEncoder" in globals():
+        return
+    from powermem.integrations.embeddings.base import EmbeddingBase
+    from powermem.integrations.embeddings.config.base import BaseEmbedderConfig
+
+    class _BureauEmbedderConfig(BaseEmbedderConfig):
+        _provider_name = "bureau"
+        _class_path = "bureau.gateway._PowerMemEncoder"
+
+    class _PowerMemEncoder(EmbeddingBase):
+        def embed(self, text: str, memory_action: Any = None) -> list[float]:
+            assert _ACTIVE_ENCODER is not None
+            return _ACTIVE_ENCODER.embed([text])[0].tolist()
+
+        def embed_batch(self, texts: list[str], memory_action: Any = None) -> list[list[float]]:
+            assert _ACTIVE_ENCODER is not None
+            return _ACTIVE_ENCODER.embed(texts).tolist()
+
+    globals()["_BureauEmbedderConfig"] = _BureauEmbedderConfig
+    globals()["_PowerMemEncoder"] = _PowerMemEncoder
+
+
+def _powermem_config(settings: Settings, dims: int) -> dict[str, Any]:
+    data = str(settings.data_dir)
+    vector: dict[str, Any] = {
+        "collection_name": settings.collection,
+        "embedding_model_dims": dims,
+        "vidx_metric_type": "cosine",
+        "hybrid_search": False,
+    }
+    if settings.store == "embedded":
+        vector.update(host="", ob_path=str(settings.seekdb_path), db_name="test")
+    else:
+        s = settings.server
+        vector.update(
+            host=s.host, port=str(s.port), user=s.user, password=s.password, db_name=s.db_name
+        )
+    return {
+        "vector_store": {"provider": "oceanbase", "config": vector},
+        "llm": {"provider": "noop", "config": {}},
+        "embedder": {"provider": "bureau", "config": {"embedding_dims": dims}},
+        "intelligent_memory": {"enabled": False},
+        "audit": {"enabled": False, "log_file": os.path.join(data, "logs", "audit.log")},
+    }
+
+
+def _ts(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value or "")
+
+
+class MemoryGateway:
+    """Scoped access to the card store. Obtain it with :meth:`open`, never construct twice."""
+
+    def __init__(self, settings: Settings, memory: Any, encoder: Encoder) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.encoder = encoder
+        self.store_key = _store_key(settings)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, settings: Settings) -> MemoryGateway:
+        global _ACTIVE_ENCODER
+        key = _store_key(settings)
+        with _LOCK:
+            if _OPEN:
+                if _OPEN["key"] != key or _OPEN["collection"] != settings.collection:
+                    raise StoreAlreadyOpenError(
+                        f"This process already uses the store {_OPEN['key']} "
+                        f"(collection {_OPEN['collection']}); it cannot also open {key} "
+                        f"(collection {settings.collection}): PowerMem would silently keep "
+                        "using the first one."
+                    )
+                return cls(settings, _OPEN["memory"], _OPEN["encoder"])
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            if not os.access(settings.data_dir, os.W_OK):
+                raise ConfigurationError(
+                    f"The data directory {settings.data_dir} is not writable.",
+                    "Pass Bureau.open(data_dir=...) or set BUREAU_DATA_DIR to a writable folder.",
+                )
+            encoder = _make_encoder(settings)
+            _ACTIVE_ENCODER = encoder
+            powermem = _import_powermem(settings)
+            memory = powermem.Memory(config=_powermem_config(settings, encoder.dims))
+            _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
+            return cls(settings, memory, encoder)
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(self, case_id: str, owner: str, content: str, meta: dict[str, Any]) -> MemoryCard:
+        metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
+        metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
+        with _LOCK:
+            r = self.memory.add(
+                content,
+                user_id=case_user_id(case_id),
+                agent_id=owner,
+                metadata=metadata,
+                infer=False,
+            )
+        card_id = str(r["results"][0]["id"])
+        return self._card(
+            {"id": card_id, "memory": content, "user_id": case_user_id(case_id),
+             "agent_id": owner, "metadata": metadata},
+            case_id,
+        )
+
+    def add_many(
+        self, case_id: str, owner: str, items: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[MemoryCard]:
+        """Embed all texts in length-sorted batches first, then add (each add hits the cache)."""
+        self.encoder.embed([text for text, _ in items])
+        return [self.add(case_id, owner, text, meta) for text, meta in items]
+
+    def delete(self, case_id: str, owner: str, card_id: str) -> bool:
+        """Delete one card, but only if it belongs to this case and owner."""
+        with _LOCK:
+            if self.get(case_id, owner, card_id) is None:
+                return False
+            return bool(
+                self.memory.delete(int(card_id), user_id=case_user_id(case_id), agent_id=owner)
+            )
+
+    def purge_case(self, case_id: str, max_rounds: int = 100) -> int:
+        """Delete every card of a case and verify none is left (PowerMem's delete_all leaves rows)."""
+        uid = case_user_id(case_id)
+        deleted = 0
+        with _LOCK:
+            for _ in range(max_rounds):
+                rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
+                if not rows:
+                    break
+                for row in rows:
+                    if row.get("user_id") != uid:
+                        raise BoundaryViolation(f"get_all for {uid} returned a row of another case.")
+                    if self.memory.delete(int(row["id"]), user_id=uid, agent_id=row.get("agent_id")):
+                        deleted += 1
+            left = self.count(case_id)
+        if left:
+            raise BoundaryViolation(f"{left} cards of case {case_id} survived deletion.")
+        return deleted
+
+    # -- reads -------------------------------------------------------------------------------
+    def embed_query(self, text: str) -> tuple[np.ndarray, float]:
+        start = time.perf_counter()
+        with _LOCK:
+            vec = self.encoder.embed([text])[0]
+        return vec, (time.perf_counter() - start) * 1000
+
+    def search_scope(
+        self, case_id: str, owner: str, vector: np.ndarray, limit: int
+    ) -> tuple[list[MemoryCard], float]:
+        """Vector search in one owner's space of one case; returns (cards with scores, ms)."""
+        uid = case_user_id(case_id)
+        start = time.perf_counter()
+        with _LOCK:
+            rows = self.memory.storage.search_memories(
+                query_embedding=vector.tolist(), user_id=uid, agent_id=owner, limit=limit
+            )
+        ms = (time.perf_counter() - start) * 1000
+        cards = []
+        for row in rows:
+            if row.get("user_id") != uid or row.get("agent_id") != owner:
+                raise BoundaryViolation(
+                    f"A search scoped to {uid}/{owner} returned a row of "
+                    f"{row.get('user_id')}/{row.get('agent_id')}."
+                )
+            # PowerMem reports 1 - d/2 for cosine distance d = 1 - cos; the bureau speaks cosine.
+            score = 2.0 * float(row.get("score") or 0.0) - 1.0
+            cards.append(self._card(row, case_id).with_score(round(score, 6)))
+        return cards, ms
+
+    def raw_search(self, case_id: str, owner: str, query: str, limit: int) -> list[dict[str, Any]]:
+        """PowerMem's own ``Memory.search``: the benchmark's baseline, not used by the service."""
+        with _LOCK:
+            return self.memory.search(
+                query, user_id=case_user_id(case_id), agent_id=owner, limit=limit
+            )["results"]
+
+    def raw_add(self, case_id: str, owner: str, content: str) -> str:
+        """PowerMem's own ``Memory.add``: the benchmark's baseline for publish."""
+        with _LOCK:
+            r = self.memory.add(content, user_id=case_user_id(case_id), agent_id=owner, infer=False)
+        return str(r["results"][0]["id"])
+
+    def get(self, case_id: str, owner: str, card_id: str) -> MemoryCard | None:
+        try:
+            numeric = int(card_id)
+        except (TypeError, ValueError):
+            return None
+        uid = case_user_id(case_id)
+        with _LOCK:
+            row = self.memory.get(numeric, user_id=uid, agent_id=owner)
+        if row is None or row.get("user_id") != uid or row.get("agent_id") != owner:
+            return None
+        return self._card(row, case_id)
+
+    def list(
+        self,
+        case_id: str,
+        owner: str | None = None,
+        where: dict[str, Any] | None = None,
+        page: int = 500,
+    ) -> list[MemoryCard]:
+        """All cards of a case (optionally of one owner, optionally matching metadata), oldest first."""
+        uid = case_user_id(case_id)
+        out: list[MemoryCard] = []
+        offset = 0
+        with _LOCK:
+            while True:
+                rows = self.memory.get_all(
+                    user_id=uid, agent_id=owner, filters=where or None, limit=page, offset=offset,
+                    sort_by="id", order="asc",
+                )["results"]
+                for row in rows:
+                    if row.get("user_id") != uid or (owner and row.get("agent_id") != owner):
+                        raise BoundaryViolation(f"Listing {uid}/{owner} returned a foreign row.")
+                    out.append(self._card(row, case_id))
+                if len(rows) < page:
+                    return out
+                offset += page
+
+    def count(self, case_id: str, owner: str | None = None) -> int:
+        with _LOCK:
+            return int(self.memory.count_all(user_id=case_user_id(case_id), agent_id=owner))
+
+    def all_case_ids(self) -> Iterable[str]:
+        """Case ids present in the store (for leftover checks)."""
+        seen: set[str] = set()
+        offset = 0
+        with _LOCK:
+            while True:
+                rows = self.memory.get_all(limit=1000, offset=offset)["results"]
+                for row in rows:
+                    uid = str(row.get("user_id") or "")
+                    if uid.startswith("case:"):
+                        seen.add(uid[5:])
+                if len(rows) < 1000:
+                    return sorted(seen)
+                offset += 1000
+
+    # -- mapping -----------------------------------------------------------------------------
+    @staticmethod
+    def _card(row: dict[str, Any], case_id: str) -> MemoryCard:
+        meta = row.get("metadata") or {}
+        return MemoryCard(
+            id=str(row["id"]),
+            case_id=case_id,
+            owner=str(row.get("agent_id")),
+            visibility=meta.get("visibility", "private"),
+            topic=meta.get("topic", "general"),
+            kind=meta.get("kind", "note"),
+            content=row.get("memory") if row.get("memory") is not None else row.get("content", ""),
+            created_at=meta.get("created") or _ts(row.get("created_at")),
+            source_role=meta.get("source_role"),
+            source_id=meta.get("source_id"),
+            content_hash=meta.get("content_hash"),
+            seed_key=meta.get("seed_key"),
+        )

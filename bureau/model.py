@@ -1,0 +1,141 @@
+"""The bureau's vocabulary: cards, retrieval traces, answers and events.
+
+These are plain frozen dataclasses so that widgets, responders and tests can hold them without
+touching storage. A card's ``owner`` is always the role it is *stored* under, never the role that
+asked for it: a leak must look like a leak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+BOARD = "board"
+"""The reserved role name of the shared bulletin board (no scenario may define a role with it)."""
+
+Visibility = Literal["private", "public"]
+
+
+@dataclass(frozen=True)
+class MemoryCard:
+    id: str
+    case_id: str
+    owner: str
+    visibility: Visibility
+    topic: str
+    kind: str
+    content: str
+    created_at: str
+    source_role: str | None = None
+    source_id: str | None = None
+    content_hash: str | None = None
+    seed_key: str | None = None
+    """Set on opening memories written from a scenario file."""
+    score: float | None = None
+
+    @property
+    def is_board_copy(self) -> bool:
+        return self.owner == BOARD
+
+    def with_score(self, score: float) -> MemoryCard:
+        return MemoryCard(**{**asdict(self), "score": score})
+
+    def meta(self) -> dict[str, Any]:
+        """Everything except the body: safe to put into events and outward views."""
+        d = asdict(self)
+        d.pop("content")
+        d.pop("score")
+        return d
+
+    def snippet(self, width: int = 80) -> str:
+        text = " ".join(self.content.split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class ScopeResult:
+    """What one scope (a role's private space, or the board) returned for one question."""
+
+    scope: str
+    hits: tuple[MemoryCard, ...]
+    """Cards at or above the relevance threshold, best first."""
+    below_threshold: tuple[MemoryCard, ...]
+    """Cards the search returned that were not relevant enough to count."""
+    latency_ms: float
+
+    @property
+    def missed(self) -> bool:
+        return not self.hits
+
+
+@dataclass(frozen=True)
+class RetrievalTrace:
+    """The memory X-ray: what was searched, what hit, what missed, how long it took."""
+
+    request_id: str
+    case_id: str
+    role: str
+    question: str
+    scopes: tuple[ScopeResult, ...]
+    threshold: float
+    embed_ms: float
+    total_ms: float
+    mode: str
+    """Which responder phrased the answer (e.g. "evidence", "llm")."""
+
+    @property
+    def searched_scopes(self) -> list[str]:
+        return [s.scope for s in self.scopes]
+
+    @property
+    def hits(self) -> list[MemoryCard]:
+        """Relevant cards over all scopes, best first."""
+        cards = [c for s in self.scopes for c in s.hits]
+        return sorted(cards, key=lambda c: -(c.score or 0.0))
+
+    @property
+    def misses(self) -> list[str]:
+        return [s.scope for s in self.scopes if s.missed]
+
+    def latency_by_scope(self) -> dict[str, float]:
+        return {s.scope: s.latency_ms for s in self.scopes}
+
+    def summary(self) -> dict[str, Any]:
+        """An outward-safe summary: no question, no card bodies."""
+        return {
+            "request_id": self.request_id,
+            "role": self.role,
+            "searched_scopes": self.searched_scopes,
+            "hit_ids": [c.id for c in self.hits],
+            "hits_by_scope": {s.scope: len(s.hits) for s in self.scopes},
+            "misses": self.misses,
+            "latency_ms": {**self.latency_by_scope(), "embed": self.embed_ms, "total": self.total_ms},
+            "mode": self.mode,
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    known: bool
+    cited: tuple[str, ...]
+    """Ids of the cards the answer rests on; always a subset of the trace's hits."""
+    responder: str
+    trace: RetrievalTrace
+    fallback_reason: str | None = None
+
+    @property
+    def certainty(self) -> str:
+        return "known" if self.known else "unknown"
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened in a case. Payloads never carry card bodies, questions or answers."""
+
+    seq: int
+    case_id: str
+    type: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    at: str = field(default_factory=lambda: datetime.now().isoformat(timespec="milliseconds"))

@@ -1,0 +1,60 @@
+"""Shared fixtures.
+
+PowerMem serves one embedded store per process, so the whole pytest process shares one Bureau
+in one temporary data directory; tests isolate themselves by creating their own cases.
+Tests that need a second store (persistence, crashes, servers) run it in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_DATA = Path(tempfile.mkdtemp(prefix="bureau-test-"))
+os.environ["BUREAU_DATA_DIR"] = str(_DATA)
+os.environ.pop("BUREAU_SEEKDB_HOST", None)
+
+
+def magpie_path() -> Path | None:
+    env = os.environ.get("BUREAU_MAGPIE")
+    if env:
+        return Path(env)
+    p = REPO.parent / "shared" / "datasets" / "magpie" / "magpie.tsv"
+    return p if p.exists() else None
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return _DATA
+
+
+@pytest.fixture(scope="session")
+def bureau(data_dir):
+    from bureau import Bureau
+
+    return Bureau.open(data_dir)
+
+
+@pytest.fixture
+def case(bureau):
+    """A fresh safe-combination case, deleted afterwards."""
+    c = bureau.load_scenario("safe-combination")
+    yield c
+    bureau.delete_case(c.id)
+
+
+def run_python(code: str, *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 180,
+               check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run Python code in a fresh interpreter (a second process = a second store is allowed)."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=full_env, text=True,
+                          capture_output=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
