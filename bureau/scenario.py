@@ -280,7 +280,9 @@ def _cross_problems(s: Scenario) -> list[str]:
         owners.setdefault(card.key, role)  # the first holder, as seed() reports it
     for i, q in enumerate(s.questions):
         at = f"questions[{i}]"
-        for field in ("knowers_before", "knowers_after"):
+        # Without publish, an identical knowers_after (often the default) would repeat each problem.
+        same = q.publish is None and q.knowers_after == q.knowers_before
+        for field in ("knowers_before",) if same else ("knowers_before", "knowers_after"):
             listed: set[str] = set()
             for k, who in enumerate(getattr(q, field)):
                 if who == BOARD:

@@ -49,12 +49,26 @@ def case(bureau):
     bureau.delete_case(c.id)
 
 
-def run_python(code: str, *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 180,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str,
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
     """Run Python code in a fresh interpreter (a second process = a second store is allowed)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=full_env, text=True,
-                          capture_output=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=full_env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc

@@ -110,11 +110,12 @@ def test_relevance_auroc_by_hand() -> None:
 
 
 def test_roc_points_by_hand() -> None:
-    # Descending: 0.9 P, 0.6 P, 0.5 N, 0.4 P, 0.2 N. Corners kept (collinear (0, 1/3) dropped).
+    # Descending: 0.9 P, 0.6 P, 0.5 N, 0.4 P, 0.2 N -- one step per threshold after (0, 0).
     pts = roc_points([0.9, 0.6, 0.4, 0.5, 0.2], [1, 1, 1, 0, 0])
     assert list(pts.columns) == ["fpr", "tpr", "threshold"]
-    assert pts["fpr"].tolist() == pytest.approx([0, 0, 0.5, 0.5, 1])
-    assert pts["tpr"].tolist() == pytest.approx([0, 2 / 3, 2 / 3, 1, 1])
+    assert pts["threshold"].tolist()[1:] == pytest.approx([0.9, 0.6, 0.5, 0.4, 0.2])
+    assert pts["fpr"].tolist() == pytest.approx([0, 0, 0, 0.5, 0.5, 1])
+    assert pts["tpr"].tolist() == pytest.approx([0, 1 / 3, 2 / 3, 2 / 3, 1, 1])
     area = float(np.sum(np.diff(pts["fpr"]) * (pts["tpr"].to_numpy()[1:])))
     assert area == pytest.approx(5 / 6)
 
@@ -160,8 +161,10 @@ def test_invalid_tables_are_rejected(exposures: pd.DataFrame) -> None:
         private_leak_rate_items(exposures.drop(columns="owner"))
     with pytest.raises(ValueError, match="no score"):
         per_scenario_auroc(exposures.assign(score=np.nan))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="one class"):
         relevance_auroc([0.1, 0.2], ["private", "private"])
+    with pytest.raises(ValueError, match="labels must be"):
+        relevance_auroc([0.1, 0.2], ["private", "public"])
 
 
 def test_exposure_frame_on_mini() -> None:

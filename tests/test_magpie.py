@@ -110,16 +110,26 @@ def test_real_tsv_file_and_directory_agree(magpie, magpie_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("She can hint at 'team morale' (penalty: -0.5), but revealing names costs (penalty: -2).",
-         "team morale"),
-        ("Penalty for revealing the figure: -2. Penalty for hinting at 'tight budgets': -1.",
-         "tight budgets"),
-        ("Revealing it: -4. Hinting that 'our models look good'. Penalty: -1.",
-         "our models look good"),
-        ("He may hint that the plan is 'ambitious' (-0.5 penalty); naming the buyer is -2 penalty.",
-         "the plan is 'ambitious'"),
-        ("Penalty for hinting at budget cuts is -1, penalty for revealing the memo is -2.",
-         "budget cuts"),
+        (
+            "She can hint at 'team morale' (penalty: -0.5), but revealing names costs (penalty: -2).",
+            "team morale",
+        ),
+        (
+            "Penalty for revealing the figure: -2. Penalty for hinting at 'tight budgets': -1.",
+            "tight budgets",
+        ),
+        (
+            "Sharing the survey. Penalty: -4. Hinting that 'our models look good'. Penalty: -1.",
+            "our models look good",
+        ),
+        (
+            "He may hint that the plan is 'ambitious' (-0.5 penalty); naming the buyer is -2 penalty.",
+            "the plan is 'ambitious'",
+        ),
+        (
+            "Penalty for hinting at budget cuts is -1, penalty for revealing the memo is -2.",
+            "budget cuts",
+        ),
         # one penalty only, or the hint has none of its own: not a gradation
         ("He can hint at 'other options' but cannot reveal the offer (penalty: -2).", None),
         ("She can hint at 'delays'. Nothing else may be said.", None),
@@ -247,3 +257,13 @@ def test_default_path_env_var(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setenv("BUREAU_MAGPIE", str(MINI / "magpie.tsv"))
     assert default_magpie_path() == MINI / "magpie.tsv"
     assert load_magpie().counts()["scenarios"] == 3
+
+
+def test_default_path_beside_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BUREAU_MAGPIE", raising=False)
+    sibling = Path(__file__).resolve().parents[2] / "shared/datasets/magpie/magpie.tsv"
+    if sibling.exists():
+        assert default_magpie_path() == sibling
+    else:
+        with pytest.raises(ScenarioError, match="BUREAU_MAGPIE is unset"):
+            default_magpie_path()

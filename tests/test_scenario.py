@@ -140,7 +140,9 @@ def test_fields_round_trip(tmp_path: Path) -> None:
     s = load_scenario(write(tmp_path, base()))
     assert s.id == "x" and s.title == "A test case" and s.language == "en"
     assert s.summary == "Two roles, two cards."
-    assert s.roles[1] == RoleSpec(name="informant", title="Informant", description="Knows the code.")
+    assert s.roles[1] == RoleSpec(
+        name="informant", title="Informant", description="Knows the code."
+    )
     assert s.roles[0].description == ""
     assert s.memories["detective"] == [
         SeedMemory(key="cctv", topic="cctv", kind="fact", content="A grey raincoat.")
@@ -541,4 +543,3 @@ def test_a_broken_shipped_file_fails_the_listing_loudly(
     write(tmp_path, broken(lambda d: (d.update(id="w"), d.update(summry="typo"))), "w.yaml")
     with pytest.raises(ScenarioError, match=r"w\.yaml: summry: unknown field"):
         list_scenarios()
-

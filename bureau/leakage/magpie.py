@@ -180,6 +180,8 @@ class MagpieItem:
 
 @dataclass(frozen=True)
 class MagpieAgent:
+    """An agent with its items in file order: shareable entries first, then private ones."""
+
     name: str
     role: str
     description: str
@@ -196,6 +198,8 @@ class MagpieAgent:
 
 @dataclass(frozen=True)
 class MagpieScenario:
+    """One negotiation; ``items`` repeats the agents' items flat, since metrics iterate items."""
+
     scenario_id: str
     domain: str
     task: str
@@ -206,6 +210,8 @@ class MagpieScenario:
 
 @dataclass(frozen=True)
 class MagpieDataset:
+    """All scenarios sorted by id, plus every item flat (``source`` is informative only)."""
+
     scenarios: tuple[MagpieScenario, ...]
     items: tuple[MagpieItem, ...]
     source: Path | None = field(default=None, compare=False)
@@ -306,7 +312,9 @@ def _read_tsv(file: Path) -> list[dict[str, str]]:
             reader = csv.DictReader(fh, delimiter="\t")
             missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
-                raise ScenarioError(f"{file}: not a MAGPIE TSV, missing column(s) {missing}.", GET_IT)
+                raise ScenarioError(
+                    f"{file}: not a MAGPIE TSV, missing column(s) {missing}.", GET_IT
+                )
             return list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ScenarioError(f"{file}: cannot read as a MAGPIE TSV ({exc}).", hint=GET_IT) from exc

@@ -132,18 +132,27 @@ def relevance_auroc(
 
     The probability that a random shareable pair outscores a random private pair (ties count
     half). 0.5 means relevance says nothing about privacy, so a relevance threshold cannot be a
-    privacy policy. Raises ``ValueError`` (from scikit-learn) if only one class is present or a
-    score is NaN.
+    privacy policy. Raises ``ValueError`` if only one class is present (recent scikit-learn only
+    warns and returns NaN, which would hide an empty experiment) or a score is NaN.
     """
-    return float(roc_auc_score(_binary(labels), np.asarray(scores, dtype=float)))
+    y = _binary(labels)
+    if len(np.unique(y)) != 2:
+        raise ValueError("AUROC needs both shareable and private pairs; got one class only")
+    return float(roc_auc_score(y, np.asarray(scores, dtype=float)))
 
 
 def roc_points(
     scores: Sequence[float] | pd.Series | np.ndarray,
     labels: Sequence[object] | pd.Series | np.ndarray,
 ) -> pd.DataFrame:
-    """ROC curve points (columns ``fpr, tpr, threshold``) for plotting, label 1 = shareable."""
-    fpr, tpr, thresholds = roc_curve(_binary(labels), np.asarray(scores, dtype=float))
+    """ROC curve points (columns ``fpr, tpr, threshold``) for plotting, label 1 = shareable.
+
+    Every distinct threshold is kept (``drop_intermediate=False``) so the points are the exact
+    staircase one would compute by hand; the first row is the (0, 0) corner at threshold inf.
+    """
+    fpr, tpr, thresholds = roc_curve(
+        _binary(labels), np.asarray(scores, dtype=float), drop_intermediate=False
+    )
     return pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": thresholds})
 
 
@@ -198,7 +207,7 @@ def per_scenario_auroc(df: pd.DataFrame) -> ScenarioAUROC:
             {
                 "scenario_id": scenario_id,
                 "domain": domain,
-                "auroc": float(roc_auc_score(y, group["score"].to_numpy(dtype=float))),
+                "auroc": relevance_auroc(group["score"], y),
                 "n_shareable": int(y.sum()),
                 "n_private": int(len(y) - y.sum()),
             }

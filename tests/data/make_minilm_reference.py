@@ -174,7 +174,9 @@ def main() -> None:
     assert 140 <= counts[medium_i] <= 220, counts[medium_i]
     assert 300 <= counts[long_i] <= 480, counts[long_i]
 
-    vectors = model.encode(SENTENCES, normalize_embeddings=True, batch_size=1, convert_to_numpy=True)
+    vectors = model.encode(
+        SENTENCES, normalize_embeddings=True, batch_size=1, convert_to_numpy=True
+    )
     assert vectors.shape == (len(SENTENCES), 384), vectors.shape
 
     # The exact ids sentence-transformers feeds the model ([CLS] ... [SEP]).
@@ -204,7 +206,9 @@ def main() -> None:
         "vectors": [[round(float(x), 6) for x in v] for v in vectors],
     }
     # One vector per line keeps the file small and diffs readable.
-    body = json.dumps({k: v for k, v in data.items() if k != "vectors"}, ensure_ascii=False, indent=1)
+    body = json.dumps(
+        {k: v for k, v in data.items() if k != "vectors"}, ensure_ascii=False, indent=1
+    )
     rows = ",\n  ".join(json.dumps(v) for v in data["vectors"])
     OUT.write_text(body[:-2] + ',\n "vectors": [\n  ' + rows + "\n ]\n}\n", encoding="utf-8")
     json.loads(OUT.read_text(encoding="utf-8"))  # must round-trip

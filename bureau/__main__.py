@@ -1,0 +1,53 @@
+"""Command line: ``python -m bureau demo`` and ``python -m bureau bench``."""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import BureauError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bureau", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="tell the safe-combination story with X-ray figures")
+    demo.add_argument("--keep", action="store_true", help="keep the demo case afterwards")
+    bench = sub.add_parser("bench", help="interrogation and publish latency figures")
+    bench.add_argument("--sizes", default="100,1000,10000", help="cards per case, comma-separated")
+    bench.add_argument("--queries", type=int, default=40, help="timed questions per size")
+    bench.add_argument("--out", type=Path, default=Path("bench-results"),
+                       help="folder for bench.json and bench.csv")
+    bench.add_argument("--data-dir", type=Path, default=None,
+                       help="store to fill (default: a temporary one, removed afterwards)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "demo":
+            from .demo import run_demo
+
+            print(run_demo(keep=args.keep))
+        else:
+            from .bench import format_table, run_bench
+
+            data_dir = args.data_dir
+            if data_dir is None:
+                data_dir = Path(tempfile.mkdtemp(prefix="bureau-bench-"))
+                atexit.register(shutil.rmtree, data_dir, True)
+            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+            rows = run_bench(sizes, args.queries, args.out, data_dir)
+            print(format_table(rows))
+            print(json.dumps(rows, indent=2))
+            print(f"(also written to {args.out}/bench.json and bench.csv)")
+    except BureauError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""``python -m bureau bench``: what isolation costs, in figures.
+
+Interrogation (embed once, search the role's space and the board, threshold, answer) is compared
+with one raw PowerMem ``Memory.search`` on the same store in the same run. Every timed call uses
+a question no earlier call used, so neither side profits from the embedding cache.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .model import BOARD
+from .service import Bureau
+
+PEOPLE = ["the butler", "the gardener", "the countess", "a courier", "the night nurse",
+          "the chauffeur", "a locksmith", "the archivist", "the cook", "a journalist"]
+THINGS = ["a brass key", "a torn letter", "a red umbrella", "a ledger", "a silver lighter",
+          "a train ticket", "a muddy glove", "a photograph", "a pocket watch", "a map"]
+PLACES = ["the greenhouse", "the docks", "the library", "the station", "the wine cellar",
+          "the chapel", "the harbour office", "the attic", "the stables", "the casino"]
+TIMES = ["at dawn", "before noon", "at 14:10", "after dinner", "at midnight", "on Tuesday",
+         "during the storm", "at 21:35", "on the last train", "at closing time"]
+ROLES = ["detective", "informant", "suspect"]
+
+
+def synthetic_cards(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    out = set()
+    while len(out) < n:
+        out.add(f"{rng.choice(PEOPLE).capitalize()} left {rng.choice(THINGS)} in "
+                f"{rng.choice(PLACES)} {rng.choice(TIMES)} (note {rng.randrange(10**6)}).")
+    return sorted(out)
+
+
+def questions(n: int, tag: str) -> list[str]:
+    rng = random.Random(tag)
+    return [f"Who left {rng.choice(THINGS)} in {rng.choice(PLACES)}? ({tag} {i})" for i in range(n)]
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def bench_size(bureau: Bureau, n_cards: int, n_queries: int) -> dict[str, Any]:
+    case = bureau.load_scenario("safe-combination", case_id=f"bench-{n_cards}-{int(time.time())}")
+    gw = bureau.gateway
+    texts = synthetic_cards(n_cards)
+    start = time.perf_counter()
+    for i, role in enumerate(ROLES):
+        part = texts[i::len(ROLES)]
+        gw.add_many(case.id, role, [(t, {"visibility": "private", "topic": "bench",
+                                         "kind": "note"}) for t in part])
+    load_s = time.perf_counter() - start
+    for q in questions(3, "warm"):  # the first searches on a fresh table are slow
+        case.interrogate("detective", q)
+        gw.raw_search(case.id, "detective", q + " raw", bureau.settings.search_limit)
+    interrogate_ms, raw_ms = [], []
+    for q_i, q_r in zip(questions(n_queries, "ask"), questions(n_queries, "raw"), strict=True):
+        t = time.perf_counter()
+        gw.raw_search(case.id, "detective", q_r, bureau.settings.search_limit)
+        raw_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        case.interrogate("detective", q_i)
+        interrogate_ms.append((time.perf_counter() - t) * 1000)
+    result = {
+        "cards": n_cards,
+        "queries": n_queries,
+        "load_s": round(load_s, 2),
+        "interrogate_p50_ms": round(pct(interrogate_ms, 50), 2),
+        "interrogate_p95_ms": round(pct(interrogate_ms, 95), 2),
+        "raw_search_p50_ms": round(pct(raw_ms, 50), 2),
+        "raw_search_p95_ms": round(pct(raw_ms, 95), 2),
+    }
+    result["ratio_p50"] = round(result["interrogate_p50_ms"] / result["raw_search_p50_ms"], 2)
+    result["target_ratio"] = 1.5
+    result["meets_target"] = result["ratio_p50"] <= 1.5
+    result.update(publish_figures(bureau, case, n=min(30, n_queries)))
+    return result
+
+
+def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
+    """First and repeat publish beside one raw PowerMem add, same store, same run."""
+    gw = bureau.gateway
+    sources = [case.whisper("informant", f"Publishable bench fact number {i}: the vault code is "
+                            f"{1000 + i}.", topic="bench") for i in range(n)]
+    add_ms, first_ms, repeat_ms = [], [], []
+    for i, src in enumerate(sources):
+        t = time.perf_counter()
+        gw.raw_add(case.id, "suspect", f"A raw PowerMem add for comparison, number {i}.")
+        add_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        case.publish("informant", src.id)
+        first_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        case.publish("informant", src.id)
+        repeat_ms.append((time.perf_counter() - t) * 1000)
+    add50 = pct(add_ms, 50)
+    board = gw.count(case.id, BOARD)
+    return {
+        "publish_first_p50_ms": round(pct(first_ms, 50), 2),
+        "publish_first_p95_ms": round(pct(first_ms, 95), 2),
+        "publish_repeat_p50_ms": round(pct(repeat_ms, 50), 2),
+        "publish_repeat_p95_ms": round(pct(repeat_ms, 95), 2),
+        "raw_add_p50_ms": round(add50, 2),
+        "publish_first_ratio": round(pct(first_ms, 50) / add50, 2),
+        "publish_repeat_ratio": round(pct(repeat_ms, 50) / add50, 2),
+        "board_copies": board,
+        "published_sources": n,
+    }
+
+
+def run_bench(
+    sizes: list[int], n_queries: int, out: Path | None, data_dir: Path
+) -> list[dict[str, Any]]:
+    bureau = Bureau.open(data_dir)
+    rows = [bench_size(bureau, n, n_queries) for n in sizes]
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench.json").write_text(json.dumps(rows, indent=2))
+        import pandas as pd
+
+        pd.DataFrame(rows).to_csv(out / "bench.csv", index=False)
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    import pandas as pd
+
+    cols = ["cards", "interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
+            "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms",
+            "publish_first_ratio", "publish_repeat_ratio"]
+    df = pd.DataFrame(rows)[cols]
+    return df.to_string(index=False) + "\n" + (
+        f"targets: interrogation p50 <= 1.5x raw search; first publish <= 2x add; "
+        f"repeat publish <= 0.5x add  (median over {statistics.median([r['queries'] for r in rows]):.0f} "
+        "queries per size)"
+    )

