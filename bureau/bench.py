@@ -91,9 +91,13 @@ def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
     sources = [case.whisper("informant", f"Publishable bench fact number {i}: the vault code is "
                             f"{1000 + i}.", topic="bench") for i in range(n)]
     add_ms, first_ms, repeat_ms = [], [], []
-    for i, src in enumerate(sources):
+    # A publish copies text whose vector this process already has (it was whispered here), so the
+    # raw add gets the same advantage: its texts are embedded before the clock starts.
+    raw_texts = [f"A raw PowerMem add for comparison, number {i}." for i in range(n)]
+    gw.encoder.embed(raw_texts)
+    for src, raw_text in zip(sources, raw_texts, strict=True):
         t = time.perf_counter()
-        gw.raw_add(case.id, "suspect", f"A raw PowerMem add for comparison, number {i}.")
+        gw.raw_add(case.id, "suspect", raw_text)
         add_ms.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         case.publish("informant", src.id)

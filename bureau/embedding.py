@@ -137,7 +137,21 @@ class MiniLMEncoder:
         self.tokens_embedded = 0
         self.seconds = 0.0
 
-    def _run(self, texts: list[str]) -> np.ndarray:
+    @property
+    def cache_size(self) -> int:
+        return self._cache.size
+
+    def reserve_cache(self, size: int) -> None:
+        """Let the vector cache hold at least ``size`` texts (it never shrinks).
+
+        A job that embeds a known set of texts up front (the MAGPIE lab: ~4,900) and then writes
+        them one by one through PowerMem needs every vector still cached at write time.
+        """
+        with self._lock:
+            self._cache.size = max(self._cache.size, int(size))
+
+    def _run(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        """Embed one batch; returns (unit vectors, real tokens). Needs no lock (ORT is thread-safe)."""
         encodings = self.tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
@@ -151,11 +165,15 @@ class MiniLMEncoder:
         )[0]
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-        self.tokens_embedded += int(mask.sum())
-        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        vecs = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return vecs, int(mask.sum())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` (each distinct text once; cached ones not at all), in input order."""
+        """Embed ``texts`` (each distinct text once; cached ones not at all), in input order.
+
+        The lock guards only the cache and the counters, not the model run: a thread embedding
+        a long batch ahead of time does not stall another thread's cache hits.
+        """
         out = np.empty((len(texts), DIMS), dtype=np.float32)
         todo: dict[str, list[int]] = {}
         with self._lock:
@@ -165,21 +183,28 @@ class MiniLMEncoder:
                     out[i] = hit
                 else:
                     todo.setdefault(t, []).append(i)
-            if todo:
-                start = time.perf_counter()
-                distinct = list(todo)
-                # Sorting by length keeps each batch's padding (wasted compute) small.
-                lengths = [len(e.ids) for e in self.tokenizer.encode_batch(distinct)]
-                order = sorted(range(len(distinct)), key=lambda j: lengths[j])
-                for b in range(0, len(order), self.batch_size):
-                    chunk = [distinct[j] for j in order[b : b + self.batch_size]]
-                    vecs = self._run(chunk)
-                    for text, vec in zip(chunk, vecs, strict=True):
-                        self._cache.put(text, vec)
-                        for i in todo[text]:
-                            out[i] = vec
-                self.texts_embedded += len(distinct)
-                self.seconds += time.perf_counter() - start
+        if not todo:
+            return out
+        start = time.perf_counter()
+        distinct = list(todo)
+        # Sorting by length keeps each batch's padding (wasted compute) small.
+        lengths = [len(e.ids) for e in self.tokenizer.encode_batch(distinct)]
+        order = sorted(range(len(distinct)), key=lambda j: lengths[j])
+        tokens = 0
+        for b in range(0, len(order), self.batch_size):
+            chunk = [distinct[j] for j in order[b : b + self.batch_size]]
+            vecs, n_tokens = self._run(chunk)
+            tokens += n_tokens
+            with self._lock:
+                for text, vec in zip(chunk, vecs, strict=True):
+                    self._cache.put(text, vec)
+            for text, vec in zip(chunk, vecs, strict=True):
+                for i in todo[text]:
+                    out[i] = vec
+        with self._lock:
+            self.texts_embedded += len(distinct)
+            self.tokens_embedded += tokens
+            self.seconds += time.perf_counter() - start
         return out
 
 

@@ -147,6 +147,29 @@ def _powermem_config(settings: Settings, dims: int) -> dict[str, Any]:
     }
 
 
+_CREATE_RACE = ("already exists", "has vector index", "Duplicate key name")
+
+
+def _new_memory(powermem: Any, settings: Settings, config: dict[str, Any]) -> Any:
+    """``Memory(config)``, surviving the first-start race of several instances on one server.
+
+    PowerMem checks whether the card table exists, then creates it and its indexes: two service
+    instances opening a fresh server at the same moment both try, and the slower one fails with
+    "Table ... already exists" (1050) or "create vector index on column has vector index"
+    (1235). By then the table is there, so opening again succeeds.
+    """
+    for attempt in range(5):
+        try:
+            return powermem.Memory(config=config)
+        except Exception as exc:
+            raced = any(m in str(exc) for m in _CREATE_RACE)
+            if settings.store != "server" or not raced or attempt == 4:
+                raise
+            log.info("card table created concurrently by another instance; opening again")
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def _ts(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat(timespec="seconds")
@@ -186,7 +209,7 @@ class MemoryGateway:
             encoder = _make_encoder(settings)
             _ACTIVE_ENCODER = encoder
             powermem = _import_powermem(settings)
-            memory = powermem.Memory(config=_powermem_config(settings, encoder.dims))
+            memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
             _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
             return cls(settings, memory, encoder)
 
@@ -269,10 +292,40 @@ class MemoryGateway:
                     f"A search scoped to {uid}/{owner} returned a row of "
                     f"{row.get('user_id')}/{row.get('agent_id')}."
                 )
-            # PowerMem reports 1 - d/2 for cosine distance d = 1 - cos; the bureau speaks cosine.
-            score = 2.0 * float(row.get("score") or 0.0) - 1.0
-            cards.append(self._card(row, case_id).with_score(round(score, 6)))
+            cards.append(self._scored(row, case_id))
         return cards, ms
+
+    def search_scopes(
+        self, case_id: str, owners: Sequence[str], vector: np.ndarray, limit_per_scope: int
+    ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """One filtered vector query over several owners' spaces of one case (``agent_id IN``).
+
+        Returns each owner's cards (best first, at most ``limit_per_scope``) and the query's ms.
+        Scopes compete for ``limit_per_scope * len(owners)`` rows, so a scope is only cut short
+        when the others hold that many better cards.
+        """
+        uid = case_user_id(case_id)
+        wanted = list(dict.fromkeys(owners))
+        start = time.perf_counter()
+        with _LOCK:
+            rows = self.memory.storage.search_memories(
+                query_embedding=vector.tolist(),
+                user_id=uid,
+                filters={"agent_id": {"in": wanted}},
+                limit=limit_per_scope * len(wanted),
+            )
+        ms = (time.perf_counter() - start) * 1000
+        out: dict[str, list[MemoryCard]] = {o: [] for o in wanted}
+        for row in rows:
+            owner = row.get("agent_id")
+            if row.get("user_id") != uid or owner not in out:
+                raise BoundaryViolation(
+                    f"A search scoped to {uid}/{wanted} returned a row of "
+                    f"{row.get('user_id')}/{owner}."
+                )
+            if len(out[owner]) < limit_per_scope:
+                out[owner].append(self._scored(row, case_id))
+        return out, ms
 
     def raw_search(self, case_id: str, owner: str, query: str, limit: int) -> list[dict[str, Any]]:
         """PowerMem's own ``Memory.search``: the benchmark's baseline, not used by the service."""
@@ -344,6 +397,12 @@ class MemoryGateway:
                 offset += 1000
 
     # -- mapping -----------------------------------------------------------------------------
+    @classmethod
+    def _scored(cls, row: dict[str, Any], case_id: str) -> MemoryCard:
+        # PowerMem reports 1 - d/2 for cosine distance d = 1 - cos; the bureau speaks cosine.
+        score = 2.0 * float(row.get("score") or 0.0) - 1.0
+        return cls._card(row, case_id).with_score(round(score, 6))
+
     @staticmethod
     def _card(row: dict[str, Any], case_id: str) -> MemoryCard:
         meta = row.get("metadata") or {}

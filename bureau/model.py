@@ -63,6 +63,8 @@ class ScopeResult:
     below_threshold: tuple[MemoryCard, ...]
     """Cards the search returned that were not relevant enough to count."""
     latency_ms: float
+    """Time of the query that searched this scope. By default one filtered query covers all of a
+    role's scopes, so they report the same figure (``RetrievalTrace.shared_query``)."""
 
     @property
     def missed(self) -> bool:
@@ -83,6 +85,8 @@ class RetrievalTrace:
     total_ms: float
     mode: str
     """Which responder phrased the answer (e.g. "evidence", "llm")."""
+    shared_query: bool = True
+    """True when one filtered query searched every scope (the default); False: one per scope."""
 
     @property
     def searched_scopes(self) -> list[str]:
@@ -112,6 +116,7 @@ class RetrievalTrace:
             "misses": self.misses,
             "latency_ms": {**self.latency_by_scope(), "embed": self.embed_ms, "total": self.total_ms},
             "mode": self.mode,
+            "shared_query": self.shared_query,
         }
 
 

@@ -2,15 +2,23 @@
 
 Steps, each with an event so lesson 03 can show them in slow motion:
 
-1. **reserve** a durable record keyed by (case, source card) in the ledger;
-2. **reconcile**: if a board copy of that source already exists (an earlier attempt wrote it and
-   died), adopt it instead of writing another;
+1. **reserve** a durable record keyed by (case, source card) in the ledger (``memory.publishing``);
+2. **reconcile**: if an earlier attempt of that record wrote a board copy and died, adopt it
+   instead of writing another (``memory.reconciled``);
 3. **write** the board copy, carrying source role, source id and a content hash;
-4. **mark ready**.
+4. **mark ready** (``memory.published``).
 
-A failure after the copy is written deletes it again (compensation); if that delete fails, a
-cleanup task is recorded and retried by ``recover()`` and whenever a bureau opens. A pending
-record whose process is gone, or whose lease ran out, is taken over by the next caller.
+The record's ``attempts`` counter fences every later step: a publisher whose reservation was taken
+over cannot complete or fail it any more. A failure after the copy is written deletes it again
+(compensation, ``memory.publish_failed``); if that delete fails, a cleanup task is recorded
+(``cleanup.scheduled``) and retried by ``recover()`` and whenever a bureau opens
+(``cleanup.done``). A pending record whose process is gone, or whose lease ran out, is taken over
+by the next caller (``publish.taken_over``) or finished by ``recover()``.
+
+A repeat publish is answered from the ledger: a ready record of this role for this card is the
+proof that the card was checked (private, this role's, this case's) when it was first published,
+and cards never change owner or visibility. The board copy itself is still fetched, so a repeat
+never returns a card that is not there.
 """
 
 from __future__ import annotations
@@ -21,19 +29,18 @@ from typing import TYPE_CHECKING
 
 from . import faults
 from .errors import (
-    BureauError,
     PublishError,
     PublishPendingError,
     UnknownCardError,
     VisibilityBoundaryError,
 )
-from .ledger import owner_alive
+from .ledger import Publication, is_stale
 from .model import BOARD, MemoryCard
 
 if TYPE_CHECKING:
     from .service import Case
 
-POLL_S = 0.05
+POLL_S = 0.02
 
 
 def content_hash(text: str) -> str:
@@ -56,57 +63,78 @@ class Publisher:
         self.case = case
         self.gw = case.bureau.gateway
         self.ledger = case.bureau.ledger
+        self.lease_s = case.bureau.settings.publish_lease_s
 
     # -- the saga ----------------------------------------------------------------------------
-    def publish(self, role: str, card_id: str, wait_s: float = 10.0) -> MemoryCard:
+    def publish(self, role: str, card_id: str, wait_s: float = 30.0) -> MemoryCard:
         case = self.case
+        card_id = str(card_id)
+        # Already published by this role: one ledger read and one get of the board copy.
+        rec = self.ledger.publication(case.id, card_id)
+        if rec is not None and rec.status == "ready" and rec.source_role == role:
+            copy = self._ready_copy(rec)
+            if copy is not None:
+                return copy
         source = self._source(role, card_id)
         deadline = time.monotonic() + wait_s
         while True:
-            outcome, rec = self.ledger.reserve(
-                case.id, source.id, role, case.bureau.settings.publish_lease_s
-            )
+            outcome, rec = self.ledger.reserve(case.id, source.id, role, self.lease_s)
             if outcome == "ready":
-                copy = self.gw.get(case.id, BOARD, rec.copy_id or "")
+                copy = self._ready_copy(rec)
                 if copy is not None:
                     return copy
-                # The ready copy vanished (deleted by hand?): publish it again.
-                self.ledger.drop_publication(case.id, source.id)
+                # The ready copy vanished (deleted outside the bureau?): publish it again.
+                self.ledger.drop_publication(case.id, source.id, rec)
                 continue
             if outcome == "held":
                 if time.monotonic() > deadline:
                     raise PublishPendingError(f"Card {source.id} is being published elsewhere.")
                 time.sleep(POLL_S)
                 continue
-            break
-        if outcome == "taken_over":
-            case._emit("publish.taken_over", {"source_id": source.id, "attempts": rec.attempts})
+            return self._run(source, rec, outcome == "taken_over", deadline)
+
+    def _run(self, source: MemoryCard, rec: Publication, taken_over: bool,
+             deadline: float) -> MemoryCard:
+        case = self.case
+        attempt = rec.attempts
+        if taken_over:
+            case._emit("publish.taken_over", {"source_id": source.id, "attempt": attempt})
         case._emit(
             "memory.publishing",
-            {"source_id": source.id, "source_role": role, "attempt": rec.attempts},
+            {"source_id": source.id, "source_role": source.owner, "attempt": attempt},
         )
-        faults.hit("publish.after_reserve")
-        copy = self._reconcile(source)
+        copy: MemoryCard | None = None
         written: MemoryCard | None = None
         try:
+            faults.hit("publish.after_reserve")
+            if attempt > 1:  # an earlier attempt may have written the copy before it died
+                copy = self._reconcile(source)
             if copy is None:
                 written = copy = self.gw.add(case.id, BOARD, source.content, _copy_meta(source))
                 faults.hit("publish.after_copy_written")
             faults.hit("publish.before_mark_ready")
-            if not self.ledger.mark_ready(case.id, source.id, copy.id):
-                return self._lost_lease(source, written)
-        except BaseException as exc:
-            self._compensate(source, written, exc)
+            ready = self.ledger.mark_ready(case.id, source.id, copy.id, attempt)
+        except Exception as exc:
+            self._compensate(source, attempt, copy, written, exc, deadline)
             raise PublishError(
                 f"Publishing card {source.id} failed ({type(exc).__name__}: {exc}).",
                 "The board is unchanged; try again.",
             ) from exc
+        except BaseException as exc:  # KeyboardInterrupt and friends: undo, then let it through
+            self._compensate(source, attempt, copy, written, exc, deadline)
+            raise
+        if not ready:
+            return self._lost_lease(source, copy, written, deadline)
         case._emit(
             "memory.published",
-            {"source_id": source.id, "source_role": role, "copy_id": copy.id,
-             "topic": copy.topic, "kind": copy.kind},
+            {"source_id": source.id, "source_role": source.owner, "copy_id": copy.id,
+             "topic": copy.topic, "kind": copy.kind, "attempt": attempt},
         )
         return copy
+
+    def _ready_copy(self, rec: Publication) -> MemoryCard | None:
+        copy = self.gw.get(self.case.id, BOARD, rec.copy_id or "")
+        return copy if copy is not None and copy.source_id == rec.source_id else None
 
     def _source(self, role: str, card_id: str) -> MemoryCard:
         """The card to publish: it must be this role's, in this case, and private.
@@ -114,10 +142,10 @@ class Publisher:
         Lookups stay inside this case: a card of another case is simply unknown here.
         """
         case = self.case
-        card = self.gw.get(case.id, role, str(card_id))
+        card = self.gw.get(case.id, role, card_id)
         if card is None:
             for other in [*case.role_names, BOARD]:
-                if other != role and self.gw.get(case.id, other, str(card_id)) is not None:
+                if other != role and self.gw.get(case.id, other, card_id) is not None:
                     raise VisibilityBoundaryError(
                         f"Card {card_id} is not in {role}'s private space.",
                         "A role can only publish its own private cards.",
@@ -132,110 +160,168 @@ class Publisher:
             )
         return card
 
+    def _doomed(self) -> set[str]:
+        """Card ids with a pending cleanup task: never adopt those."""
+        return {t.card_id for t in self.ledger.cleanup_tasks(self.case.id)}
+
     def _reconcile(self, source: MemoryCard) -> MemoryCard | None:
         """Adopt a board copy an earlier attempt wrote; delete any duplicates beyond the first."""
-        copies = self.gw.list(self.case.id, BOARD, where={"source_id": source.id})
+        doomed = self._doomed()
+        copies = [c for c in self.gw.list(self.case.id, BOARD, where={"source_id": source.id})
+                  if c.id not in doomed]
         if not copies:
             return None
         keep, extra = copies[0], copies[1:]
         for dup in extra:
-            self._delete_or_schedule(dup.id, "duplicate board copy")
+            self._delete_or_schedule(dup.id, "duplicate board copy", source.id)
         self.case._emit(
             "memory.reconciled",
             {"source_id": source.id, "copy_id": keep.id, "duplicates_removed": len(extra)},
         )
         return keep
 
-    def _lost_lease(self, source: MemoryCard, written: MemoryCard | None) -> MemoryCard:
-        """Another process took our reservation over while we were slow: defer to it."""
-        rec = self.ledger.publication(self.case.id, source.id)
-        theirs = rec.copy_id if rec and rec.status == "ready" else None
-        if written is not None and written.id != theirs:
-            self._delete_or_schedule(written.id, "lost lease")
-        copy = self.gw.get(self.case.id, BOARD, theirs) if theirs else None
-        if copy is not None:
-            return copy
+    def _await_settled(self, source_id: str, deadline: float) -> Publication | None:
+        """The record once it is no longer pending (or as it is when the deadline passes)."""
+        while True:
+            rec = self.ledger.publication(self.case.id, source_id)
+            if rec is None or rec.status != "pending" or time.monotonic() > deadline:
+                return rec
+            time.sleep(POLL_S)
+
+    def _lost_lease(self, source: MemoryCard, copy: MemoryCard, written: MemoryCard | None,
+                    deadline: float) -> MemoryCard:
+        """Our reservation was taken over while we were slow: defer to whoever holds it now."""
+        rec = self._await_settled(source.id, deadline)
+        theirs = rec.copy_id if rec is not None and rec.status == "ready" else None
+        if theirs == copy.id:
+            return copy  # the new owner adopted our copy
+        if written is not None and rec is not None and rec.status == "pending":
+            # Still theirs and unresolved: they may yet adopt our copy; recover() sorts it out.
+            raise PublishPendingError(f"Card {source.id} was taken over by another publisher.")
+        if written is not None:
+            self._delete_or_schedule(written.id, "lost lease", source.id)
+        found = self.gw.get(self.case.id, BOARD, theirs) if theirs else None
+        if found is not None:
+            return found
         raise PublishPendingError(f"Card {source.id} was taken over by another publisher.")
 
-    def _compensate(self, source: MemoryCard, written: MemoryCard | None, exc: BaseException) -> None:
-        if written is not None:
-            try:
-                faults.hit("publish.during_compensation")
-                if not self.gw.delete(self.case.id, BOARD, written.id):
-                    raise PublishError(f"Board copy {written.id} could not be deleted.")
-            except BureauError:
-                self.ledger.add_cleanup(self.case.id, written.id, BOARD, "publish compensation")
-                self.case._emit("cleanup.scheduled", {"card_id": written.id, "source_id": source.id})
-        self.ledger.mark_failed(self.case.id, source.id, f"{type(exc).__name__}: {exc}")
-        self.case._emit(
+    def _compensate(self, source: MemoryCard, attempt: int, copy: MemoryCard | None,
+                    written: MemoryCard | None, exc: BaseException, deadline: float) -> None:
+        """Undo a failed attempt: delete its board copy (if we still own the record), fail it."""
+        case = self.case
+        error = f"{type(exc).__name__}: {exc}"
+        removed = False
+        owned = True
+        if copy is not None:
+            # Keep the record pending (and ours) while the copy goes, so nobody adopts it meanwhile.
+            owned = self.ledger.renew(case.id, source.id, attempt, self.lease_s)
+            if owned:
+                try:
+                    faults.hit("publish.during_compensation")
+                    removed = self.gw.delete(case.id, BOARD, copy.id)
+                    if not removed and self.gw.get(case.id, BOARD, copy.id) is None:
+                        removed = True  # already gone
+                except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
+                    removed = False
+                if not removed:
+                    self.ledger.add_cleanup(case.id, copy.id, BOARD, "publish compensation")
+                    case._emit("cleanup.scheduled", {"card_id": copy.id, "source_id": source.id,
+                                                     "reason": "publish compensation"})
+            elif written is not None:
+                rec = self._await_settled(source.id, deadline)
+                if rec is None or rec.status != "pending":
+                    if rec is None or rec.copy_id != written.id:
+                        self._delete_or_schedule(written.id, "lost lease", source.id)
+                        removed = True
+        if owned:
+            self.ledger.mark_failed(case.id, source.id, attempt, error)
+        case._emit(
             "memory.publish_failed",
-            {"source_id": source.id, "error": type(exc).__name__,
-             "copy_removed": written is not None},
+            {"source_id": source.id, "error": type(exc).__name__, "attempt": attempt,
+             "copy_removed": removed, "cleanup_scheduled": copy is not None and not removed},
         )
 
-    def _delete_or_schedule(self, card_id: str, reason: str) -> None:
+    def _delete_or_schedule(self, card_id: str, reason: str, source_id: str | None = None) -> None:
         try:
             if self.gw.delete(self.case.id, BOARD, card_id):
                 return
+            if self.gw.get(self.case.id, BOARD, card_id) is None:
+                return  # already gone
         except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
             pass
         self.ledger.add_cleanup(self.case.id, card_id, BOARD, reason)
-        self.case._emit("cleanup.scheduled", {"card_id": card_id})
+        self.case._emit("cleanup.scheduled",
+                        {"card_id": card_id, "source_id": source_id, "reason": reason})
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self) -> dict[str, int]:
-        """Repair what crashes left: cleanup tasks, stale reservations, orphan or duplicate copies."""
+        """Repair what crashes left: cleanup tasks, stale reservations, orphan or duplicate copies.
+
+        Live reservations (lease running, owner process alive) are left alone, and every change
+        to a record is a compare-and-set, so recover() may run while others publish.
+        """
         case = self.case
         stats = {"cleanups": 0, "completed": 0, "rolled_back": 0, "orphans": 0, "duplicates": 0}
+        ready = {r.copy_id for r in self.ledger.publications(case.id) if r.status == "ready"}
         for task in self.ledger.cleanup_tasks(case.id):
-            done = self.gw.get(case.id, task.owner_role, task.card_id) is None or self.gw.delete(
-                case.id, task.owner_role, task.card_id
-            )
+            if task.card_id in ready:  # adopted after all: the task is void
+                done = True
+            else:
+                try:
+                    done = self.gw.get(case.id, task.owner_role, task.card_id) is None or (
+                        self.gw.delete(case.id, task.owner_role, task.card_id)
+                    )
+                except Exception:  # noqa: BLE001 - retried next time
+                    done = False
             self.ledger.finish_cleanup(case.id, task.card_id, done)
             if done:
                 stats["cleanups"] += 1
                 case._emit("cleanup.done", {"card_id": task.card_id})
-        now = time.time()
-        records = {r.source_id: r for r in self.ledger.publications(case.id)}
+        # Copies first, records second: a copy listed here was reserved before it was written,
+        # so its record is in the list read below (unless recovery itself removed it).
+        doomed = self._doomed()
         copies: dict[str, list[MemoryCard]] = {}
         for card in self.gw.list(case.id, BOARD):
-            copies.setdefault(card.source_id or "", []).append(card)
+            if card.id not in doomed:
+                copies.setdefault(card.source_id or "", []).append(card)
+        now = time.time()
+        records = {r.source_id: r for r in self.ledger.publications(case.id)}
         for source_id, rec in records.items():
-            if rec.status == "pending" and rec.lease_until >= now and owner_alive(rec.owner):
-                continue  # a live publisher is at work
             found = copies.get(source_id, [])
+            if rec.status == "pending" and not is_stale(rec, now):
+                continue  # a live publisher is at work
+            keep: MemoryCard | None = None
             if rec.status == "ready":
                 keep = next((c for c in found if c.id == rec.copy_id), None)
                 if keep is None and found:
                     keep = found[0]
-                    self._force_ready(source_id, keep.id)
+                    if not self.ledger.force_ready(rec, keep.id):
+                        continue
+                    case._emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
                 elif keep is None:
-                    self.ledger.drop_publication(case.id, source_id)
-                    stats["rolled_back"] += 1
-            elif found:
+                    if self.ledger.drop_publication(case.id, source_id, rec):
+                        stats["rolled_back"] += 1
+                    continue
+            elif found:  # an abandoned attempt wrote its copy: finish it
                 keep = found[0]
-                self._force_ready(source_id, keep.id)
+                if not self.ledger.force_ready(rec, keep.id):
+                    continue
                 stats["completed"] += 1
                 case._emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
-            else:
-                keep = None
-                self.ledger.drop_publication(case.id, source_id)
-                stats["rolled_back"] += 1
+            else:  # an abandoned attempt wrote nothing: fail it, a later publish starts over
+                if rec.status == "pending" and self.ledger.abandon(rec, "owner gone or lease over"):
+                    stats["rolled_back"] += 1
+                    case._emit("memory.publish_failed",
+                               {"source_id": source_id, "error": "abandoned",
+                                "attempt": rec.attempts, "copy_removed": False})
+                continue
             for dup in found:
-                if keep is None or dup.id != keep.id:
-                    self._delete_or_schedule(dup.id, "duplicate board copy")
+                if dup.id != keep.id:
+                    self._delete_or_schedule(dup.id, "duplicate board copy", source_id)
                     stats["duplicates"] += 1
         for source_id, found in copies.items():
             if source_id not in records:
                 for orphan in found:  # a copy no record speaks for: never completed publishing
-                    self._delete_or_schedule(orphan.id, "orphan board copy")
+                    self._delete_or_schedule(orphan.id, "orphan board copy", source_id or None)
                     stats["orphans"] += 1
         return stats
-
-    def _force_ready(self, source_id: str, copy_id: str) -> None:
-        with self.ledger.connect(immediate=True) as db:
-            db.execute(
-                "UPDATE publications SET status = 'ready', copy_id = ?, updated_at = ?"
-                " WHERE case_id = ? AND source_id = ?",
-                (copy_id, time.time(), self.case.id, source_id),
-            )

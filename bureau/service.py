@@ -10,6 +10,7 @@ derived from questions.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -25,13 +26,15 @@ from .errors import (
     UnknownRoleError,
 )
 from .gateway import MemoryGateway
-from .ledger import CaseRecord, Ledger
+from .ledger import BaseLedger, CaseRecord, open_ledger
 from .model import BOARD, Answer, Event, MemoryCard, RetrievalTrace, ScopeResult
 from .publish import Publisher
 from .responder import EvidenceResponder, Responder
 from .scenario import Scenario, load_scenario
 from .settings import Settings
 from .text import MAX_QUESTION_CHARS, clean_name, clean_text
+
+log = logging.getLogger(__name__)
 
 
 class Mediator(Protocol):
@@ -64,12 +67,19 @@ class Bureau:
     ) -> None:
         self.settings = settings
         self.gateway = MemoryGateway.open(settings)
-        self.ledger = Ledger(settings.ledger_path)
+        # SQLite under the data dir, or (store="server") tables on the server all instances share.
+        self.ledger: BaseLedger = open_ledger(settings)
+        if responder is None and settings.responder == "llm":
+            from .llm import LLMResponder
+
+            assert settings.llm is not None  # Settings validates this
+            responder = LLMResponder(settings.llm)
         self.responder: Responder = responder or EvidenceResponder()
         self.mediator: Mediator = mediator or PassThrough()
         self._listeners: list[Listener] = []
         self._cases: dict[str, Case] = {}
-        for task_case in {t.case_id for t in self.ledger.cleanup_tasks()}:
+        # Board copies whose deletion failed earlier (in any process): retry now.
+        for task_case in sorted({t.case_id for t in self.ledger.cleanup_tasks()}):
             if self.ledger.get_case(task_case):
                 self.case(task_case).recover()
 
@@ -106,7 +116,10 @@ class Bureau:
     def _emit(self, case_id: str, type_: str, payload: dict[str, Any]) -> Event:
         event = self.ledger.append_event(case_id, type_, payload)
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # noqa: BLE001 - a subscriber must never break a command or saga
+                log.exception("bureau event listener %r failed on %s", listener, type_)
         return event
 
     # -- cases -------------------------------------------------------------------------------
@@ -116,8 +129,11 @@ class Bureau:
         return list_scenarios()
 
     def load_scenario(self, id_or_path: str | Path, case_id: str | None = None) -> Case:
-        """Create a new case from a scenario and write its opening memories."""
-        scenario = load_scenario(id_or_path)
+        """Create a new case from a scenario file (or shipped id) and write its opening memories."""
+        return self.create_case(load_scenario(id_or_path), case_id)
+
+    def create_case(self, scenario: Scenario, case_id: str | None = None) -> Case:
+        """Create a new case from an in-memory :class:`Scenario` and write its opening memories."""
         case_id = case_id or f"{scenario.id}-{uuid.uuid4().hex[:6]}"
         clean_name(case_id.replace(".", "-")[:32], what="case id")
         self.ledger.add_case(case_id, scenario.id, scenario.title)
@@ -199,10 +215,12 @@ class Case:
 
     def _seed(self) -> None:
         n = 0
-        for role, mem in self.scenario.seeds():
-            items = [(mem.content, {"visibility": "private", "topic": mem.topic,
-                                    "kind": mem.kind, "seed_key": mem.key})]
-            for card in self.bureau.gateway.add_many(self.id, role, items):
+        gw = self.bureau.gateway
+        gw.encoder.embed([mem.content for _, mem in self.scenario.seeds()])  # one batched pass
+        for role, mems in self.scenario.memories.items():
+            items = [(m.content, {"visibility": "private", "topic": m.topic, "kind": m.kind,
+                                  "seed_key": m.key}) for m in mems]
+            for mem, card in zip(mems, gw.add_many(self.id, role, items), strict=True):
                 self._emit("memory.created", {**_public_meta(card), "seed_key": mem.key})
                 n += 1
         self._emit("case.seeded", {"cards": n})
@@ -220,20 +238,38 @@ class Case:
         self._emit("memory.whispered", _public_meta(card))
         return card
 
-    def retrieve(self, role: str, question: str) -> RetrievalTrace:
-        """Search exactly the role's private space and the board; the X-ray of that search."""
+    def retrieve(self, role: str, question: str, limit: int | None = None) -> RetrievalTrace:
+        """Search exactly the role's private space and the board; the X-ray of that search.
+
+        ``limit`` cards per scope (default: the ``search_limit`` setting).
+        """
         scopes = self.scopes_for(role)
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
         settings = self.bureau.settings
+        limit = settings.search_limit if limit is None else int(limit)
+        if not 1 <= limit <= 100:
+            raise ValueError("limit must lie between 1 and 100.")
         gw = self.bureau.gateway
         start = time.perf_counter()
         vector, embed_ms = gw.embed_query(q)
-        results = []
-        for scope in scopes:
-            cards, ms = gw.search_scope(self.id, scope, vector, settings.search_limit)
-            hits = tuple(c for c in cards if (c.score or 0) >= settings.relevance_threshold)
-            below = tuple(c for c in cards if (c.score or 0) < settings.relevance_threshold)
-            results.append(ScopeResult(scope, hits, below, ms))
+        if settings.query_per_scope:  # exact per-scope latency, one query each (slower)
+            found = {}
+            timing = {}
+            for scope in scopes:
+                found[scope], timing[scope] = gw.search_scope(self.id, scope, vector, limit)
+        else:  # one filtered query over all scopes; each scope reports that query's latency
+            found, ms = gw.search_scopes(self.id, scopes, vector, limit)
+            timing = dict.fromkeys(scopes, ms)
+        thr = settings.relevance_threshold
+        results = [
+            ScopeResult(
+                scope,
+                tuple(c for c in found[scope] if (c.score or 0) >= thr),
+                tuple(c for c in found[scope] if (c.score or 0) < thr),
+                round(timing[scope], 3),
+            )
+            for scope in scopes
+        ]
         trace = RetrievalTrace(
             request_id=uuid.uuid4().hex[:12],
             case_id=self.id,
@@ -244,6 +280,7 @@ class Case:
             embed_ms=round(embed_ms, 3),
             total_ms=round((time.perf_counter() - start) * 1000, 3),
             mode=self.bureau.responder.name,
+            shared_query=not settings.query_per_scope,
         )
         self._last_trace = trace
         self._emit("retrieval.completed", trace.summary())
@@ -261,7 +298,8 @@ class Case:
         self._emit(
             "answer.completed",
             {"request_id": trace.request_id, "role": role, "known": answer.known,
-             "cited": list(answer.cited), "responder": answer.responder},
+             "cited": list(answer.cited), "responder": answer.responder,
+             "fallback_reason": answer.fallback_reason},
         )
         return answer
 

@@ -56,6 +56,9 @@ class Settings:
     """Cosine similarity a card needs to count as knowing the answer (MiniLM scale)."""
     search_limit: int = 5
     """Cards returned per scope; the X-ray shows them all, the responder uses those above threshold."""
+    query_per_scope: bool = False
+    """False: one filtered query covers the role's space and the board (fast). True: one query
+    per scope, so the X-ray can time each scope on its own (about twice the search time)."""
     responder: Literal["evidence", "llm"] = "evidence"
     llm: LLMSettings | None = None
     publish_lease_s: float = 30.0
@@ -93,6 +96,13 @@ class Settings:
                 user=os.environ.get("BUREAU_SEEKDB_USER", "root"),
                 password=os.environ.get("BUREAU_SEEKDB_PASSWORD", ""),
                 db_name=os.environ.get("BUREAU_SEEKDB_DB", "test"),
+            )
+        if v := os.environ.get("BUREAU_LLM_MODEL"):
+            env["responder"] = "llm"
+            env["llm"] = LLMSettings(
+                model=v,
+                base_url=os.environ.get("BUREAU_LLM_BASE_URL") or None,
+                api_key_env=os.environ.get("BUREAU_LLM_KEY_ENV", "OPENAI_API_KEY"),
             )
         env.update(overrides)
         return cls(**env)  # type: ignore[arg-type]

@@ -101,3 +101,26 @@ def test_hash_encoder_is_lexical_only():
     v = h.embed(["safe combination", "safe combination", "vault code"])
     assert float(v[0] @ v[1]) == pytest.approx(1.0)
     assert abs(float(v[0] @ v[2])) < 0.5
+
+
+def test_openai_compatible_embedder_is_opt_in_and_checks_dims(monkeypatch):
+    from fake_openai import FakeOpenAI
+
+    from bureau.embedding import OpenAICompatibleEncoder
+    from bureau.errors import ConfigurationError
+
+    fake = FakeOpenAI(dims=8)
+    try:
+        monkeypatch.setenv("BUREAU_TEST_EMBED_KEY", "k")
+        enc = OpenAICompatibleEncoder("fake-embed", 8, fake.url, "BUREAU_TEST_EMBED_KEY")
+        v = enc.embed(["one", "two"])
+        assert v.shape == (2, 8) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+        assert fake.requests[0]["input"] == ["one", "two"]
+        wrong = OpenAICompatibleEncoder("fake-embed", 384, fake.url, "BUREAU_TEST_EMBED_KEY")
+        with pytest.raises(ConfigurationError, match="8-d vectors"):
+            wrong.embed(["one"])
+        monkeypatch.delenv("BUREAU_TEST_EMBED_KEY")
+        with pytest.raises(ConfigurationError, match="BUREAU_TEST_EMBED_KEY"):
+            OpenAICompatibleEncoder("fake-embed", 8, fake.url, "BUREAU_TEST_EMBED_KEY")
+    finally:
+        fake.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from conftest import run_python
 
 WRITE = """
@@ -85,12 +84,26 @@ except StoreAlreadyOpenError as e:
     assert not (tmp_path / "b" / "seekdb").exists()
 
 
-@pytest.mark.parametrize("command", [["demo"]])
-def test_cli_demo_runs_offline(tmp_path, command):
-    code = "import sys; from bureau.__main__ import main; sys.exit(main(%r))" % command
+def test_cli_demo_runs_offline(tmp_path):
+    code = "import sys; from bureau.__main__ import main; sys.exit(main(['demo']))"
     out = run_python(code, cwd=tmp_path, env={"BUREAU_DATA_DIR": str(tmp_path / "store")})
     text = out.stdout
     assert text.count("I don't know.") == 2  # detective and suspect before publication
     assert "publishing again returns the same copy: True" in text
     assert "knowers now: detective, informant, suspect" in text
     assert [p.name for p in tmp_path.iterdir()] == ["store"]
+
+
+def test_cli_bench_prints_and_writes_machine_readable_figures(tmp_path):
+    """Not a timed test: the bench runs and reports every figure the issue asks for."""
+    code = ("import sys; from bureau.__main__ import main; "
+            "sys.exit(main(['bench', '--sizes', '60', '--queries', '5', '--out', 'out']))")
+    out = run_python(code, cwd=tmp_path, timeout=300)
+    rows = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert [r["cards"] for r in rows] == [60]
+    for key in ("interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
+                "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms"):
+        assert rows[0][key] > 0, key
+    assert rows[0]["board_copies"] == rows[0]["published_sources"]
+    assert "ratio_p50" in out.stdout and (tmp_path / "out" / "bench.csv").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
