@@ -15,10 +15,10 @@ step "no torch in the environment"
 "$PY" -c 'import importlib.util as u, sys; sys.exit(1 if u.find_spec("torch") else 0)' \
   || { echo "torch is installed: the project must not pull it in"; status=1; }
 step "package, storage and notebook tests"
-run_pytest -m "not ui" tests -q -p no:cacheprovider
+run_pytest -m "not ui" tests --ignore=tests/ui -q -p no:cacheprovider -p no:playwright
 if ls notebooks/[0-9][0-9]_*.ipynb >/dev/null 2>&1; then
   step "nbval (deterministic cells of every lesson)"
-  run_pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=180 -p no:cacheprovider notebooks -q
+  run_pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=180 -p no:cacheprovider -p no:playwright notebooks -q
 fi
 if [ -d tests/ui ]; then
   step "real browser (JupyterLab and Voila in Chromium)"

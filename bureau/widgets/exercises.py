@@ -1,0 +1,237 @@
+"""Lesson exercises: each has a check that looks at the bureau's real state and gives a friendly
+verdict, and a reference solution (shown in the lesson inside a collapsible ``<details>`` box).
+
+Checks never raise on a wrong or missing answer (a lesson must run top to bottom); they return a
+:class:`Verdict` that renders as a green "well done" or an amber "not yet" with a hint.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BureauError, UnknownCardError
+from ..model import BOARD
+from ..service import Case
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return ("✅ Well done! " if self.ok else "⏳ Not yet. ") + self.message
+
+    def _repr_html_(self) -> str:
+        css = "ok" if self.ok else "notyet"
+        head = "✅ Well done!" if self.ok else "⏳ Not yet."
+        return (
+            f'<div class="bureau-verdict bureau-verdictbox {css}" data-ok="{str(self.ok).lower()}">'
+            f"<b>{head}</b> {html.escape(self.message)}</div>"
+        )
+
+
+def passed(message: str) -> Verdict:
+    return Verdict(True, message)
+
+
+def not_yet(message: str) -> Verdict:
+    return Verdict(False, message)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    solution: str
+    """Python code that solves the exercise in the lesson's namespace (``case``, ``bureau``...)."""
+    checker: Callable[[Case, Any], Verdict]
+
+    def check(self, case: Case, answer: Any = None) -> Verdict:
+        try:
+            return self.checker(case, answer)
+        except BureauError as exc:  # a check must stay friendly even on odd answers
+            return not_yet(f"The check could not run: {exc.message} {exc.hint}".strip())
+
+    def solution_html(self) -> str:
+        return (
+            "<details><summary>Show a solution</summary>\n\n"
+            f"```python\n{self.solution.strip()}\n```\n\n</details>"
+        )
+
+
+# -- lesson 00 --------------------------------------------------------------------------------
+def _check_counts(case: Case, answer: Any) -> Verdict:
+    truth = case.stage()["private_counts"]
+    if answer is None:
+        return not_yet("Replace `None` with a dict like {'detective': 1, ...}.")
+    if not isinstance(answer, dict):
+        return not_yet(f"Expected a dict from role name to a number, got {type(answer).__name__}.")
+    missing = [r for r in truth if r not in answer]
+    if missing:
+        return not_yet(f"Every role needs a count; missing: {', '.join(missing)}.")
+    wrong = [r for r in truth if answer.get(r) != truth[r]]
+    if wrong:
+        return not_yet(
+            f"Recount {', '.join(wrong)}: look at the spaces view or case.spaces()[role]."
+        )
+    return passed(
+        f"{sum(truth.values())} private cards in {len(truth)} spaces, and the board starts empty."
+    )
+
+
+# -- lesson 01 --------------------------------------------------------------------------------
+GARDENER_Q = "What is the name of the gardener?"
+
+
+def _check_gardener(case: Case, answer: Any) -> Verdict:
+    knowers = case.knowers(GARDENER_Q)
+    if "suspect" not in knowers:
+        return not_yet(
+            "The suspect cannot answer yet: whisper a sentence naming the gardener "
+            "into the suspect's private memory."
+        )
+    others = [r for r in knowers if r != "suspect"]
+    if others:
+        return not_yet(
+            f"{', '.join(others)} can answer too: a whisper should reach one private space only "
+            "(did you whisper to another role, or publish the card?)."
+        )
+    return passed("Only the suspect knows: a whisper lands in exactly one private space.")
+
+
+# -- lesson 02 --------------------------------------------------------------------------------
+def _check_suspect_question(case: Case, answer: Any) -> Verdict:
+    if not isinstance(answer, str) or not answer.strip():
+        return not_yet("Set `answer` to a question (a string).")
+    knowers = case.knowers(answer)
+    if "suspect" not in knowers:
+        return not_yet(
+            "The suspect finds no card above the threshold for that question; ask about "
+            "something in its private notes (try the X-ray to see the scores)."
+        )
+    if "detective" in knowers:
+        return not_yet("The detective can answer that too; pick a topic only the suspect holds.")
+    return passed(f"Only {', '.join(knowers)} can answer: the X-ray of the detective is a miss.")
+
+
+# -- lesson 03 --------------------------------------------------------------------------------
+FOOTPRINT_Q = "What size is the muddy boot print?"
+
+
+def _check_footprint(case: Case, answer: Any) -> Verdict:
+    source = case.seed_card("footprint")
+    copies = [c for c in case.spaces()[BOARD] if c.source_id == source.id]
+    if not copies:
+        return not_yet("There is no board copy of the footprint card yet: publish it.")
+    if len(copies) > 1:
+        return not_yet(f"The board holds {len(copies)} copies; run case.recover().")
+    if case.bureau.ledger.cleanup_tasks(case.id):
+        return not_yet("A cleanup task is still pending: run case.recover().")
+    if "suspect" not in case.knowers(FOOTPRINT_Q):
+        return not_yet("The suspect still cannot answer the footprint question.")
+    original = case.card("detective", source.id)
+    if original.visibility != "private":
+        return not_yet("The detective's original card should still be private.")
+    return passed(
+        "Exactly one sourced copy on the board, the original still private, and every role "
+        "can now answer."
+    )
+
+
+# -- lesson 04 --------------------------------------------------------------------------------
+def _check_peek(case: Case, answer: Any) -> Verdict:
+    if answer is None:
+        return not_yet("Store the exception you caught in `caught`.")
+    if isinstance(answer, UnknownCardError):
+        return passed(
+            "The suspect gets 'no such card', the same answer as for an id that does not exist, "
+            "so it cannot even learn that the card is there."
+        )
+    if isinstance(answer, BaseException):
+        return not_yet(f"You caught {type(answer).__name__}; read the card as the suspect.")
+    return not_yet("`caught` should hold the exception case.card(...) raised.")
+
+
+# -- lesson 05 --------------------------------------------------------------------------------
+def _check_threshold(case: Case, answer: Any) -> Verdict:
+    """``answer = {"result": <LabResult>, "threshold": <float>}``; ``case`` is not needed."""
+    from ..leakage.lesson import check_threshold  # lazy: the lab pulls in pandas and sklearn
+
+    ok, message = check_threshold(answer)
+    return Verdict(ok, message)
+
+
+EXERCISES: dict[str, Exercise] = {
+    e.id: e
+    for e in [
+        Exercise(
+            "00-counts",
+            "Count the private cards",
+            "answer = {role: len(cards) for role, cards in case.spaces().items() if role != \"board\"}",
+            _check_counts,
+        ),
+        Exercise(
+            "01-gardener",
+            "Tell only the suspect",
+            'case.whisper("suspect", "The gardener is called Albert Finch.", topic="staff")',
+            _check_gardener,
+        ),
+        Exercise(
+            "02-suspect-question",
+            "A question only the suspect can answer",
+            'answer = "Where were you on Friday night?"',
+            _check_suspect_question,
+        ),
+        Exercise(
+            "03-footprint",
+            "Publish through a crash",
+            "footprint = case.seed_card(\"footprint\")\n"
+            "try:\n"
+            "    with faults.armed(\"publish.before_mark_ready\"):\n"
+            "        case.publish(\"detective\", footprint.id)\n"
+            "except BureauError as exc:\n"
+            "    print(\"crashed:\", exc.message)\n"
+            "print(case.recover())\n"
+            "case.publish(\"detective\", footprint.id)",
+            _check_footprint,
+        ),
+        Exercise(
+            "04-peek",
+            "Peek at another role's card",
+            "try:\n"
+            "    case.card(\"suspect\", case.seed_card(\"safe-code\").id)\n"
+            "except BureauError as exc:\n"
+            "    caught = exc",
+            _check_peek,
+        ),
+        Exercise(
+            "05-threshold",
+            "Can a relevance threshold stop the shared pool's leak?",
+            "sweep = threshold_sweep(result, np.arange(0.0, 1.0, 0.01))\n"
+            "below = sweep[sweep[\"private_leak_rate_pairs\"] < 0.05]\n"
+            "my_threshold = round(float(below[\"threshold\"].min()), 2)\n"
+            "below.head(3)",
+            _check_threshold,
+        ),
+    ]
+}
+
+
+def register(exercise: Exercise) -> Exercise:
+    """Add a lesson's exercise (other modules' lessons register theirs on import)."""
+    EXERCISES[exercise.id] = exercise
+    return exercise
+
+
+def check(exercise_id: str, case: Case, answer: Any = None) -> Verdict:
+    """Check one exercise against the case's real state; returns a friendly verdict."""
+    if exercise_id not in EXERCISES:
+        return not_yet(f"There is no exercise {exercise_id!r}; known: {', '.join(EXERCISES)}.")
+    return EXERCISES[exercise_id].check(case, answer)

@@ -1,0 +1,141 @@
+"""Figures for the lessons: labelled axes and a title that states what the data shows.
+
+Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (it renders itself as
+PNG), so a notebook shows it exactly once, as the cell's value, and tests can inspect it without a
+display.
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from ..attacks import AttackResult
+from ..model import BOARD, RetrievalTrace
+from ..service import Case
+
+BLUE, GREY, GREEN, RED, AMBER = "#2563eb", "#9ca3af", "#059669", "#dc2626", "#d97706"
+
+
+class LessonFigure(Figure):
+    """A Figure that displays itself as PNG in Jupyter without pyplot's global state."""
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
+
+
+def _fig(width: float = 7.0, height: float = 3.2) -> tuple[Figure, Any]:
+    fig = LessonFigure(figsize=(width, height), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def cards_per_space(case: Case) -> Figure:
+    """How many cards each private space and the board hold right now."""
+    spaces = case.spaces()
+    names = [*case.role_names, BOARD]
+    counts = [len(spaces.get(n, [])) for n in names]
+    fig, ax = _fig()
+    ax.bar(names, counts, color=[GREY] * len(case.role_names) + [BLUE])
+    ax.set_xlabel("memory space")
+    ax.set_ylabel("cards")
+    private = sum(counts[:-1])
+    ax.set_title(
+        f"{private} private cards in {len(case.role_names)} spaces; the board holds {counts[-1]}"
+    )
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    return fig
+
+
+def best_scores(case: Case, question: str) -> tuple[Figure, list[RetrievalTrace]]:
+    """Interrogate every role (search only) and plot each scope's best score against the bar."""
+    traces = [case.retrieve(role, question) for role in case.role_names]
+    own = [max([c.score or 0 for c in (*t.scopes[0].hits, *t.scopes[0].below_threshold)],
+               default=0.0) for t in traces]
+    board = [max([c.score or 0 for c in (*t.scopes[1].hits, *t.scopes[1].below_threshold)],
+                 default=0.0) for t in traces]
+    threshold = traces[0].threshold if traces else 0.0
+    fig, ax = _fig()
+    x = range(len(traces))
+    ax.bar([i - 0.2 for i in x], own, width=0.4, label="own private space", color=GREY)
+    ax.bar([i + 0.2 for i in x], board, width=0.4, label="board", color=BLUE)
+    ax.axhline(threshold, color=RED, linestyle="--", label=f"threshold {threshold:.2f}")
+    ax.set_xticks(list(x), case.role_names)
+    ax.set_xlabel("role asked")
+    ax.set_ylabel("best cosine score in scope")
+    ax.set_ylim(min(0.0, *own, *board) - 0.02, 1.0)
+    fig.legend(loc="outside lower center", ncols=3, fontsize=8)
+    knowers = [t.role for t in traces if t.hits]
+    if not knowers:
+        title = "No role finds a card above the threshold"
+    elif len(knowers) == len(traces):
+        title = f"All {len(traces)} roles find a card above the threshold"
+    else:
+        title = f"Only {' and '.join(knowers)} find(s) a card above the threshold"
+    ax.set_title(title, fontsize=11)
+    return fig, traces
+
+
+def latency_by_scope(traces: Sequence[RetrievalTrace]) -> Figure:
+    """Median time per step of a retrieval: embedding the question, then each scope's search."""
+    embed = [t.embed_ms for t in traces]
+    own = [t.scopes[0].latency_ms for t in traces]
+    board = [t.scopes[1].latency_ms for t in traces]
+    labels = ["embed question", "search own space", "search board"]
+    medians = [statistics.median(v) for v in (embed, own, board)]
+    fig, ax = _fig()
+    ax.barh(labels, medians, color=[AMBER, GREY, BLUE])
+    for i, values in enumerate((embed, own, board)):
+        ax.plot(values, [i] * len(values), "k.", alpha=0.5)
+    ax.set_xlabel(f"milliseconds (median bar, dots = {len(traces)} runs)")
+    ax.set_ylabel("step")
+    ax.set_title(
+        f"A whole retrieval takes ~{statistics.median(t.total_ms for t in traces):.0f} ms; "
+        f"each scope's search ~{statistics.median(own + board):.0f} ms"
+    )
+    return fig
+
+
+def board_copies(steps: Sequence[tuple[str, int]], pending: Sequence[int] | None = None) -> Figure:
+    """Board copies (and pending cleanups) after each step of a publish story."""
+    labels = [s for s, _ in steps]
+    copies = [n for _, n in steps]
+    fig, ax = _fig()
+    ax.plot(labels, copies, "o-", color=BLUE, label="board copies")
+    if pending is not None:
+        ax.plot(labels, pending, "s--", color=RED, label="pending cleanup tasks")
+    ax.set_xlabel("step")
+    ax.set_ylabel("count")
+    ax.set_ylim(-0.2, max([*copies, *(pending or []), 1]) + 0.5)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    worst = max(pending or [0])
+    if worst and not (pending or [0])[-1]:
+        title = (f"The crash left {worst} stray copy to clean up; recover() removed it; "
+                 f"the board ends with exactly {copies[-1]}")
+    else:
+        title = f"The board ends with {copies[-1]} copy(ies)"
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def attack_outcomes(results: Sequence[AttackResult]) -> Figure:
+    """One bar per attack: blocked (green) or leaked (red)."""
+    fig, ax = _fig(7.0, 0.35 * len(results) + 1.2)
+    names = [r.name for r in results][::-1]
+    blocked = [r.blocked for r in results][::-1]
+    ax.barh(names, [1] * len(names), color=[GREEN if b else RED for b in blocked])
+    ax.set_xticks([])
+    ax.set_xlabel("outcome (green = blocked, red = leaked)")
+    ax.set_ylabel("attack")
+    leaked = sum(not r.blocked for r in results)
+    ax.set_title(f"{len(results) - leaked} of {len(results)} attacks blocked, {leaked} leaked",
+                 fontsize=11)
+    ax.tick_params(axis="y", labelsize=8)
+    return fig

@@ -1,0 +1,387 @@
+"""Widget wiring without a kernel: click buttons, set values, assert bureau state and widget HTML.
+
+``button.click()`` runs the on_click handlers and assigning ``widget.value`` fires observers, as a
+browser would (see /work/shared/notes/notebook-testing.md §2). Every console, spaces view and
+stage subscribes to the session's bureau, so each test closes what it built.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from conftest import REPO, run_python
+
+from bureau import BOARD, faults
+from bureau.attacks import pick_target, run_all, stage_peek
+from bureau.errors import BureauError
+from bureau.read_paths import as_text
+from bureau.widgets import (
+    EXERCISES,
+    check,
+    make_attack_report,
+    make_console,
+    make_environment_report,
+    make_spaces,
+    make_stage,
+    make_xray,
+    plots,
+)
+from bureau.widgets.console import NEW
+from bureau.widgets.stage import latest_case_id
+
+SAFE_Q = "What is the combination of the safe in the study?"
+GARDENER = "The gardener is called Albert Finch."
+
+
+@pytest.fixture
+def closing():
+    """Collect widget states; close (unsubscribe, stop pollers) after the test."""
+    states = []
+    yield states.append
+    for s in states:
+        s.close()
+
+
+@pytest.fixture
+def no_callback_errors(caplog):
+    """Handler errors are only logged by ipywidgets and bureau (G6): fail on any such record."""
+    caplog.set_level(logging.ERROR)
+    yield
+    bad = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not bad, [r.getMessage() for r in bad]
+
+
+def console_for(bureau, case, closing, role=None):
+    box, ui = make_console(bureau, case)
+    closing(ui)
+    if role:
+        ui.role_rail.value = role
+    return box, ui
+
+
+# -- console --------------------------------------------------------------------------------------
+def test_console_has_css_hooks_and_case_roles(bureau, case, closing):
+    box, ui = console_for(bureau, case, closing)
+    assert "bureau-console" in box._dom_classes
+    assert ui.case is case and ui.case_picker.value == case.id
+    assert [v for _, v in ui.role_rail.options] == case.role_names
+    assert SAFE_Q in [v for _, v in ui.suggestions.options]
+    for w, css in [(ui.whisper_button, "bureau-whisper"), (ui.ask_button, "bureau-ask"),
+                   (ui.error, "bureau-error"), (ui.case_picker, "bureau-case-picker"),
+                   (ui.role_rail, "bureau-roles")]:
+        assert css in w._dom_classes
+    assert all("bureau-publish" in b._dom_classes for b in ui.publish_buttons.values())
+
+
+def test_whisper_via_console_appears_in_spaces(bureau, case, closing, no_callback_errors):
+    _, ui = console_for(bureau, case, closing, role="suspect")
+    ui.whisper_text.value = GARDENER
+    ui.whisper_topic.value = "staff"
+    ui.whisper_button.click()
+    assert ui.last_error is None, ui.error.value
+    card = ui.last_card
+    assert card is not None and card.owner == "suspect" and card.topic == "staff"
+    assert card.id in {c.id for c in case.cards("suspect")}
+    assert card.id not in {c.id for c in case.cards("detective")}
+    assert GARDENER in ui.spaces.html.value  # the chief's spaces view redrew on the event
+    assert f'data-card-id="{card.id}"' in ui.spaces.html.value
+    assert ui.whisper_text.value == ""  # cleared for the next whisper
+    assert card.id in ui.publish_buttons  # a publish button for the new private card
+    assert any("whispered" in o.get("text", "") for o in ui.log.outputs)  # append_stdout
+
+
+def test_suggested_question_fills_the_question_box(bureau, case, closing):
+    _, ui = console_for(bureau, case, closing)
+    ui.suggestions.value = SAFE_Q
+    assert ui.question.value == SAFE_Q
+
+
+def test_ask_shows_xray_scopes_hits_and_misses(bureau, case, closing, no_callback_errors):
+    _, ui = console_for(bureau, case, closing, role="detective")
+    ui.question.value = SAFE_Q
+    ui.ask_button.click()
+    assert ui.last_error is None, ui.error.value
+    assert ui.last_answer is not None and not ui.last_answer.known
+    assert 'data-known="false"' in ui.answer.value
+    html = ui.xray.html.value
+    assert ui.xray.trace.searched_scopes == ["detective", BOARD]
+    assert 'data-scope="detective"' in html and f'data-scope="{BOARD}"' in html
+    assert "bureau-badge miss" in html and "threshold" in html and "0.45" in html
+    assert "below threshold" in html  # the detective's own cards came back, not relevant
+    assert "0427" not in html  # the informant's card was never in reach
+
+    ui.role_rail.value = "informant"
+    ui.ask_button.click()
+    assert ui.last_answer.known
+    html = ui.xray.html.value
+    hit = case.seed_card("safe-code")
+    assert f'data-card-id="{hit.id}"' in html
+    assert "<td>informant</td>" in html  # stored owner shown
+    assert "bureau-bar" in html and "ms" in html  # latency bars
+    assert "evidence" in html  # mode
+
+
+def test_publish_button_updates_board_and_stage(bureau, case, closing, no_callback_errors):
+    _, ui = console_for(bureau, case, closing, role="informant")
+    stage_box, stage = make_stage(bureau, case)
+    closing(stage)
+    assert "bureau-stage" in stage_box._dom_classes
+    source = case.seed_card("safe-code")
+    before = stage.refreshes
+    assert "0427" not in stage.html.value  # private until published
+    ui.publish_buttons[source.id].click()
+    assert ui.last_error is None, ui.error.value
+    board = case.spaces()[BOARD]
+    assert [c.source_id for c in board] == [source.id]
+    assert ui.last_published.id == board[0].id
+    assert stage.refreshes > before  # redrawn through the bureau's events
+    assert "0427" in stage.html.value and "from informant" in stage.html.value
+    button = ui.publish_buttons[source.id]
+    assert button.disabled and "On board" in button.description
+    assert "copied to board" in ui.spaces.html.value
+    assert case.card("informant", source.id).visibility == "private"  # the original stays
+
+
+def test_browser_click_message_reaches_the_handler(bureau, case, closing):
+    """The frontend's click message (private API, notes §2) runs the same handler."""
+    _, ui = console_for(bureau, case, closing, role="detective")
+    ui.whisper_text.value = "The study window was left open."
+    ui.whisper_button._handle_custom_msg({"event": "click"}, [])
+    assert ui.last_card is not None and ui.last_card.owner == "detective"
+
+
+def test_refusals_show_message_and_hint_never_a_traceback(bureau, case, closing):
+    _, ui = console_for(bureau, case, closing, role="detective")
+    ui.whisper_text.value = "   "
+    ui.whisper_button.click()
+    assert ui.last_error is not None and isinstance(ui.last_error, BureauError)
+    assert "bureau-errorbox" in ui.error.value and "💡" in ui.error.value
+    assert "Traceback" not in ui.error.value and 'File "' not in ui.error.value
+    # a forged publish: the detective publishing the informant's card
+    ui.publish(case.seed_card("safe-code").id)
+    assert type(ui.last_error).__name__ == "VisibilityBoundaryError"
+    assert "only publish its own" in ui.error.value
+    assert case.spaces()[BOARD] == []
+    # the next successful action clears the error
+    ui.question.value = "What did the hallway camera record?"
+    ui.ask_button.click()
+    assert ui.last_error is None and ui.error.value == ""
+
+
+def test_case_picker_opens_existing_and_new_cases(bureau, case, closing):
+    _, ui = console_for(bureau, None, closing)
+    values = [v for _, v in ui.case_picker.options]
+    assert case.id in values and NEW + "the-mole" in values
+    ui.case_picker.value = case.id
+    assert ui.case is case
+    ui.case_picker.value = NEW + "the-mole"
+    try:
+        assert ui.case is not None and ui.case.scenario.id == "the-mole"
+        assert ui.case_picker.value == ui.case.id
+        assert [v for _, v in ui.role_rail.options] == ["detective", "informant", "harbourmaster"]
+        assert ui.spaces.case is ui.case
+        assert "Where will the stolen diamonds be handed over?" in [
+            v for _, v in ui.suggestions.options
+        ]
+    finally:
+        bureau.delete_case(ui.case.id)
+
+
+def test_console_without_case_refuses_politely(bureau, closing):
+    _, ui = console_for(bureau, None, closing)
+    ui.question.value = "anything?"
+    ui.ask_button.click()
+    assert "No case is open" in ui.error.value
+
+
+# -- X-ray and spaces -----------------------------------------------------------------------------
+def test_xray_renders_a_trace(case):
+    box, x = make_xray()
+    assert "bureau-xray" in box._dom_classes and "ask a question" in x.html.value
+    trace = case.retrieve("informant", SAFE_Q)
+    x.show(trace)
+    assert x.trace is trace and 'data-scope="informant"' in x.html.value
+    assert "1 hit(s)" in x.html.value
+
+
+def test_spaces_view_as_role_locks_other_spaces(bureau, case, closing):
+    box, sp = make_spaces(case, viewer="suspect")
+    closing(sp)
+    assert "bureau-spaces" in box._dom_classes
+    html = sp.html.value
+    alibi = case.seed_card("alibi").content
+    assert alibi in html
+    for key in ("safe-code", "cctv", "footprint", "butler-thursdays"):
+        assert case.seed_card(key).content not in html
+    assert html.count("🔒 private to informant") == 2
+    assert html.count("🔒 private to detective") == 2
+    sp.view_as.value = ""  # the chief sees everything
+    assert case.seed_card("safe-code").content in sp.html.value
+    sp.view_as.value = "detective"
+    assert case.seed_card("safe-code").content not in sp.html.value
+    assert case.seed_card("cctv").content in sp.html.value
+
+
+def test_spaces_board_shows_each_copy_source(bureau, case, closing):
+    _, sp = make_spaces(case)
+    closing(sp)
+    source = case.seed_card("footprint")
+    copy = case.publish("detective", source.id)
+    assert f'data-card-id="{copy.id}"' in sp.html.value  # live: redrawn on the event
+    assert "from <b>detective</b>" in sp.html.value and source.id in sp.html.value
+
+
+# -- stage ----------------------------------------------------------------------------------------
+def test_stage_never_shows_private_text_question_or_answer(bureau, case, closing):
+    _, ui = console_for(bureau, case, closing, role="suspect")
+    _, stage = make_stage(bureau, case)
+    closing(stage)
+    secret_q = "Where exactly did the suspect hide the spare key zq7?"
+    ui.whisper_text.value = "I hid the spare key zq7 under the third flowerpot."
+    ui.whisper_button.click()
+    ui.question.value = secret_q
+    ui.ask_button.click()
+    answer_text = ui.last_answer.text
+    ui.role_rail.value = "detective"
+    ui.publish_buttons[case.seed_card("footprint").id].click()
+    html = stage.html.value
+    published = {c.content for c in case.spaces()[BOARD]}
+    for role, cards in case.spaces().items():
+        for c in cards:
+            if role != BOARD and c.content not in published:
+                assert c.content not in html, f"private text of {role} on stage"
+    assert "zq7" not in html and secret_q not in html and answer_text not in html
+    assert "🔒" in html and "Last retrieval" in html and "suspect" in html
+    assert case.seed_card("footprint").content in html  # published: public now
+    assert stage_peek(case, asked=[secret_q]).blocked
+
+
+def test_stage_counts_and_last_retrieval_come_from_outward_paths(bureau, case, closing):
+    _, stage = make_stage(bureau, case)
+    closing(stage)
+    case.retrieve("detective", SAFE_Q)
+    assert stage.snapshot == case.stage()
+    html = stage.html.value
+    for role, n in case.stage()["private_counts"].items():
+        assert f'data-role="{role}"' in html and f"🔒 {n}" in html
+    assert 'data-scope="detective"' in html and "searched by detective" in html
+
+
+def test_stage_follows_the_newest_case_in_process(bureau, closing):
+    _, stage = make_stage(bureau)  # no case: follow the most recent one
+    closing(stage)
+    assert stage.follow
+    new = bureau.load_scenario("ward-seven")
+    try:
+        assert stage.case_id == new.id == latest_case_id(bureau)
+        assert 'data-role="pharmacist"' in stage.html.value
+    finally:
+        bureau.delete_case(new.id)
+
+
+def test_stage_polls_changes_made_by_another_process(bureau, case, closing):
+    """Voilà serves the stage in its own kernel: it must see the console's process's changes."""
+    _, stage = make_stage(bureau, case)
+    closing(stage)
+    seq, refreshes = stage.last_seq, stage.refreshes
+    code = (
+        "from bureau import Bureau\n"
+        f"case = Bureau.open().case({case.id!r})\n"
+        "case.whisper('suspect', 'A taxi driver saw me near the Rialto at 23:50.')\n"
+        "case.publish('informant', case.seed_card('butler-thursdays').id)\n"
+    )
+    run_python(code, cwd=REPO)  # BUREAU_DATA_DIR is inherited: same store, second process
+    stage.start_polling(0.2)
+    deadline = time.monotonic() + 20
+    while stage.refreshes == refreshes and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stage.stop()
+    assert stage.last_seq > seq
+    html = stage.html.value
+    assert "Dover" in html  # the published copy
+    assert "taxi" not in html  # the whisper: counted, never shown
+    assert f"🔒 {case.stage()['private_counts']['suspect']}" in html
+
+
+# -- bureau events robustness ---------------------------------------------------------------------
+def test_a_failing_listener_cannot_break_a_publish(bureau, case):
+    def broken(event):
+        raise RuntimeError("widget bug")
+
+    unsubscribe = bureau.subscribe(broken)
+    try:
+        copy = case.publish("informant", case.seed_card("safe-code").id)
+    finally:
+        unsubscribe()
+    assert copy.owner == BOARD and len(case.spaces()[BOARD]) == 1
+
+
+# -- exercises, attacks, environment, plots -------------------------------------------------------
+LESSON_EXERCISES = ["00-counts", "01-gardener", "02-suspect-question", "03-footprint", "04-peek"]
+"""Exercises of lessons 00-04, whose solutions run against a plain safe-combination case."""
+
+
+@pytest.mark.parametrize("exercise_id", LESSON_EXERCISES)
+def test_exercise_solutions_pass_and_blank_answers_do_not(bureau, case, exercise_id):
+    assert not check(exercise_id, case, None)
+    ns = {"case": case, "bureau": bureau, "faults": faults, "BureauError": BureauError,
+          "answer": None, "caught": None}
+    exec(EXERCISES[exercise_id].solution, ns)  # the code shown in the lesson's <details>
+    verdict = check(exercise_id, case, ns["caught"] if exercise_id == "04-peek" else ns["answer"])
+    assert verdict.ok, verdict.message
+    assert 'data-ok="true"' in verdict._repr_html_()
+
+
+def test_exercise_checks_explain_wrong_answers(case):
+    v = check("00-counts", case, {"detective": 9})
+    assert not v and "missing" in v.message
+    v = check("02-suspect-question", case, SAFE_Q)
+    assert not v and "suspect" in v.message
+    case.whisper("detective", GARDENER)
+    case.whisper("suspect", GARDENER)
+    v = check("01-gardener", case)
+    assert not v and "detective" in v.message
+
+
+def test_every_attack_is_blocked_with_a_reason(bureau, case):
+    other = bureau.load_scenario("safe-combination")
+    try:
+        results = run_all(case, other)
+    finally:
+        bureau.delete_case(other.id)
+    assert len(results) >= 8
+    for r in results:
+        assert r.blocked, r
+        assert r.reason and not r.leaked
+    refused = {r.name: r.refusal for r in results if r.refusal}
+    assert "BoardNotWritableError" in refused["Ask as the board"]
+    assert "VisibilityBoundaryError" in refused["Publish someone else's card"]
+    assert "UnknownCardError" in refused["Cross-case publish"]
+    box, _ = make_attack_report(results)
+    assert "bureau-attacks" in box._dom_classes
+    target = pick_target(case)
+    assert target.card.content not in as_text([r.details for r in results])
+
+
+def test_environment_checks_all_pass(bureau):
+    box, checks = make_environment_report(bureau)
+    failed = [c for c in checks if not c.ok]
+    assert not failed, failed
+    names = " ".join(c.name for c in checks)
+    assert "Model file hash verified" in names and "Tokenizer hash verified" in names
+    assert str(bureau.settings.data_dir.parent) not in box.children[1].value  # no absolute path
+
+
+def test_plots_have_labels_and_a_finding_title(bureau, case):
+    fig, traces = plots.best_scores(case, SAFE_Q)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel()
+    assert ax.get_title() == "Only informant find(s) a card above the threshold"
+    for fig in (plots.cards_per_space(case), plots.latency_by_scope(traces),
+                plots.board_copies([("start", 0), ("crash", 1), ("recover", 0), ("retry", 1)],
+                                   [0, 1, 0, 0])):
+        ax = fig.axes[0]
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    assert "recover() removed it" in fig.axes[0].get_title()
