@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lab: venv
-	cd notebooks && ../$(PY) -m jupyterlab --ServerApp.open_browser=True 00_welcome.ipynb
+	cd notebooks && ../$(PY) -m jupyterlab --ServerApp.open_browser=True --ServerApp.allow_root=True 00_welcome.ipynb
 
 # Serve only the stage view, for a classroom projector (http://127.0.0.1:8866/).
 stage: venv

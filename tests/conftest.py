@@ -7,10 +7,12 @@ Tests that need a second store (persistence, crashes, servers) run it in a subpr
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,20 @@ def run_python(
             f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
         )
     return proc
+
+
+def finish(*procs: subprocess.Popen[str], timeout: float = 240) -> list[dict]:
+    """Wait for every process (stopping the rest once one fails), then report all failures."""
+    deadline = time.monotonic() + timeout
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        if any(p.returncode not in (None, 0) for p in procs):
+            break  # a peer died: the others would only wait for it
+        time.sleep(0.05)
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    outs = [p.communicate(timeout=60) for p in procs]
+    failed = [f"exit {p.returncode}:\n{err[-3000:]}" for p, (_, err) in zip(procs, outs, strict=True)
+              if p.returncode != 0]
+    assert not failed, "\n".join(failed)
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]

@@ -6,7 +6,6 @@ process already runs its embedded seekdb there, and each child attaches to it as
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_python
+from conftest import REPO, finish, run_python
 
 from bureau import BOARD, faults
 from bureau.errors import (
@@ -274,19 +273,7 @@ def test_two_processes_sixteen_threads_one_copy(bureau, case, tmp_path):
               cwd=tmp_path)
         for name in ("a", "b")
     ]
-    deadline = time.monotonic() + 240
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        if any(p.returncode not in (None, 0) for p in procs):
-            break  # a peer died: the other would only wait for it
-        time.sleep(0.05)
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    outs = [p.communicate(timeout=60) for p in procs]
-    failed = [f"exit {p.returncode}:\n{err[-3000:]}" for p, (_, err) in zip(procs, outs, strict=True)
-              if p.returncode != 0]
-    assert not failed, "\n".join(failed)
-    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    results = finish(*procs)
     elapsed = time.perf_counter() - start
     ids = [i for r in results for i in r["ids"]]
     assert [r["errors"] for r in results] == [[], []]

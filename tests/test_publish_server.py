@@ -9,7 +9,6 @@ Cards and the publish ledger both live on the server: the instances share one tr
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import signal
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
-from conftest import REPO
+from conftest import REPO, finish
 
 from bureau.ledger_sql import ServerLedger
 from bureau.settings import ServerSettings
@@ -176,23 +175,6 @@ def instance(code: str, *args: str, server: ServerSettings, data_dir: Path,
              **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-
-
-def finish(*procs: subprocess.Popen, timeout: float = 240) -> list[dict]:
-    """Wait for every process (stopping the rest once one fails), then report all failures."""
-    deadline = time.monotonic() + timeout
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        if any(p.returncode not in (None, 0) for p in procs):
-            break  # a peer died: the others would only wait for it
-        time.sleep(0.05)
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    outs = [p.communicate(timeout=60) for p in procs]
-    failed = [f"exit {p.returncode}:\n{err[-3000:]}" for p, (_, err) in zip(procs, outs, strict=True)
-              if p.returncode != 0]
-    assert not failed, "\n".join(failed)
-    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
 
 
 def test_two_instances_on_one_server_publish_once(seekdb_server, tmp_path):
