@@ -1,0 +1,89 @@
+"""Helpers for lesson 05 (measuring leakage): find the data, show a case, check the exercise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from bureau.errors import ScenarioError
+from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie, repo_root
+from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
+from bureau.leakage.policies import LabResult, role_names, seed_key, to_bureau_scenario
+
+MINI = repo_root() / "data" / "magpie_mini"
+LEAK_TARGET = 0.05
+"""The exercise: push the shared pool's private leak rate (pairs) below 5% with a threshold."""
+
+
+def load_dataset() -> tuple[MagpieDataset, str]:
+    """MAGPIE if it can be found, else the bundled synthetic mini set; plus a note saying which."""
+    try:
+        data = load_magpie(default_magpie_path())
+        return data, f"Using MAGPIE: {len(data)} scenarios, {len(data.items):,} items."
+    except ScenarioError as exc:
+        data = load_magpie(MINI)
+        return data, (
+            f"NOTE: MAGPIE was not found ({exc.message}) — falling back to data/magpie_mini, "
+            f"{len(data)} hand-written scenarios in MAGPIE's format. The figures below then "
+            "describe that toy set, not the benchmark."
+        )
+
+
+def scenario_cards(scenario: Any) -> pd.DataFrame:
+    """The cards a MAGPIE scenario becomes: one row per item, with its role and label."""
+    roles = role_names(scenario)
+    bureau_scenario = to_bureau_scenario(scenario)
+    rows = []
+    for n, item in enumerate(scenario.items):
+        _, memory = bureau_scenario.seed(seed_key(n))
+        text = memory.content
+        rows.append(
+            {
+                "role": roles[item.agent],
+                "kind": memory.kind,
+                "topic": memory.topic,
+                "card": text if len(text) <= 90 else text[:89] + "…",
+                "safe abstraction": item.abstraction or "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def at_threshold(result: LabResult, threshold: float, policy: str = "a_shared_pool") -> dict:
+    """Leak rate and recall of ``policy`` if only top-k cards with cosine >= threshold count."""
+    pairs = result.policy(policy)
+    strict = pairs.assign(retrieved=pairs["retrieved"] & (pairs["score"] >= threshold))
+    return {
+        "threshold": threshold,
+        "private_leak_rate_pairs": private_leak_rate_pairs(strict),
+        "shareable_recall": shareable_recall(strict),
+    }
+
+
+def threshold_sweep(result: LabResult, thresholds: Any) -> pd.DataFrame:
+    return pd.DataFrame([at_threshold(result, float(t)) for t in thresholds])
+
+
+def check_threshold(answer: Any) -> tuple[bool, str]:
+    """The exercise check: ``answer = {"result": result, "threshold": my_threshold}``."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("result"), LabResult):
+        return False, 'Pass {"result": result, "threshold": my_threshold}.'
+    result, threshold = answer["result"], answer.get("threshold")
+    if threshold is None:
+        return False, "Replace `None` with a cosine threshold, e.g. my_threshold = 0.5."
+    if not isinstance(threshold, int | float) or not -1.0 <= float(threshold) <= 1.0:
+        return False, f"A cosine threshold is a number between -1 and 1, got {threshold!r}."
+    base = at_threshold(result, -1.0)
+    got = at_threshold(result, float(threshold))
+    leak, recall = got["private_leak_rate_pairs"], got["shareable_recall"]
+    if leak >= LEAK_TARGET:
+        return False, (
+            f"At {threshold:.2f} the shared pool still leaks {leak:.1%} of private pairs "
+            f"(target: below {LEAK_TARGET:.0%}). Try a higher threshold."
+        )
+    return True, (
+        f"At {threshold:.2f} the pool leaks {leak:.1%} of private pairs — but shareable recall "
+        f"fell from {base['shareable_recall']:.1%} to {recall:.1%}. A relevance threshold cuts "
+        "private and shareable items alike: relevance is not authorisation."
+    )
