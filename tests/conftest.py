@@ -23,6 +23,13 @@ os.environ["BUREAU_DATA_DIR"] = str(_DATA)
 os.environ.pop("BUREAU_SEEKDB_HOST", None)
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Remove this run's store (its seekdb child exits with this process right after)."""
+    import shutil
+
+    shutil.rmtree(_DATA, ignore_errors=True)
+
+
 def magpie_path() -> Path | None:
     env = os.environ.get("BUREAU_MAGPIE")
     if env:
