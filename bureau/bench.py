@@ -91,14 +91,15 @@ def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
     sources = [case.whisper("informant", f"Publishable bench fact number {i}: the vault code is "
                             f"{1000 + i}.", topic="bench") for i in range(n)]
     add_ms, first_ms, repeat_ms = [], [], []
-    # A publish copies text whose vector this process already has (it was whispered here), so the
-    # raw add gets the same advantage: its texts are embedded before the clock starts.
-    raw_texts = [f"A raw PowerMem add for comparison, number {i}." for i in range(n)]
-    gw.encoder.embed(raw_texts)
-    for src, raw_text in zip(sources, raw_texts, strict=True):
+    # Like for like: a PowerMem add embeds its text, and so does a first publish of a card whose
+    # vector this process does not hold (whispered earlier, or by another process). Both sides
+    # therefore embed exactly one text; a repeat publish embeds nothing.
+    forget = getattr(gw.encoder, "forget", lambda texts: None)
+    for i, src in enumerate(sources):
         t = time.perf_counter()
-        gw.raw_add(case.id, "suspect", raw_text)
+        gw.raw_add(case.id, "suspect", f"A raw PowerMem add for comparison, number {i} of {case.id}.")
         add_ms.append((time.perf_counter() - t) * 1000)
+        forget([src.content])
         t = time.perf_counter()
         case.publish("informant", src.id)
         first_ms.append((time.perf_counter() - t) * 1000)

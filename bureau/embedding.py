@@ -91,6 +91,9 @@ class _LRU:
             self._d.move_to_end(key)
         return v
 
+    def pop(self, key: str) -> None:
+        self._d.pop(key, None)
+
     def put(self, key: str, value: np.ndarray) -> None:
         if self.size <= 0:
             return
@@ -149,6 +152,12 @@ class MiniLMEncoder:
         """
         with self._lock:
             self._cache.size = max(self._cache.size, int(size))
+
+    def forget(self, texts: Sequence[str]) -> None:
+        """Drop these texts' cached vectors, so their next use embeds them again (benchmarks)."""
+        with self._lock:
+            for t in texts:
+                self._cache.pop(t)
 
     def _run(self, texts: list[str]) -> tuple[np.ndarray, int]:
         """Embed one batch; returns (unit vectors, real tokens). Needs no lock (ORT is thread-safe)."""

@@ -124,3 +124,13 @@ def test_openai_compatible_embedder_is_opt_in_and_checks_dims(monkeypatch):
             OpenAICompatibleEncoder("fake-embed", 8, fake.url, "BUREAU_TEST_EMBED_KEY")
     finally:
         fake.close()
+
+
+def test_forget_makes_the_next_use_embed_again():
+    enc = MiniLMEncoder()
+    enc.embed(["a text to forget"])
+    enc.embed(["a text to forget"])
+    assert enc.texts_embedded == 1
+    enc.forget(["a text to forget"])
+    enc.embed(["a text to forget"])
+    assert enc.texts_embedded == 2
