@@ -34,6 +34,7 @@ CHILD_PUBLISH = r"""
 import json, sys, threading, time
 from pathlib import Path
 from bureau import Bureau
+from publish_workers import publish_from_threads
 
 sync, name, case_id, role, card_id = Path(sys.argv[1]), *sys.argv[2:6]
 calls, threads, peers = (int(a) for a in sys.argv[6:9])
@@ -45,23 +46,7 @@ while len(list(sync.glob("ready-*"))) < peers:
     if time.time() > deadline:
         sys.exit("the other process never came")
     time.sleep(0.005)
-ids, errors = [], []
-start = threading.Barrier(threads)
-
-def worker(n):
-    start.wait()
-    for _ in range(n):
-        try:
-            ids.append(case.publish(role, card_id).id)
-        except Exception as exc:
-            errors.append(repr(exc))
-
-shares = [calls // threads + (i < calls % threads) for i in range(threads)]
-pool = [threading.Thread(target=worker, args=(n,)) for n in shares]
-for t in pool:
-    t.start()
-for t in pool:
-    t.join()
+ids, errors = publish_from_threads(case, role, card_id, calls, threads)
 cases = [[c.case_id, c.scenario_id, c.created_at] for c in bureau.cases()]
 print(json.dumps({"ids": ids, "errors": errors, "cases": cases}))
 """
@@ -79,7 +64,7 @@ def spawn(code: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -32,6 +32,7 @@ CHILD_INSTANCE = r"""
 import json, sys, threading, time
 from pathlib import Path
 from bureau import Bureau
+from publish_workers import publish_from_threads
 
 sync, name, creator = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 calls, threads = int(sys.argv[4]), int(sys.argv[5])
@@ -64,23 +65,7 @@ case = bureau.case(info["case_id"])  # the other instance's case, by id (no loca
 (sync / f"ready-{name}").touch()
 for peer in ("a", "b"):
     wait_for(sync / f"ready-{peer}")
-ids, errors = [], []
-start = threading.Barrier(threads)
-
-def worker(n):
-    start.wait()
-    for _ in range(n):
-        try:
-            ids.append(case.publish("informant", info["card_id"]).id)
-        except Exception as exc:
-            errors.append(repr(exc))
-
-shares = [calls // threads + (i < calls % threads) for i in range(threads)]
-pool = [threading.Thread(target=worker, args=(n,)) for n in shares]
-for t in pool:
-    t.start()
-for t in pool:
-    t.join()
+ids, errors = publish_from_threads(case, "informant", info["card_id"], calls, threads)
 (sync / f"done-{name}").touch()
 for peer in ("a", "b"):
     wait_for(sync / f"done-{peer}")
@@ -170,7 +155,7 @@ def instance(code: str, *args: str, server: ServerSettings, data_dir: Path,
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
         cwd=data_dir,
-        env={**os.environ, "PYTHONPATH": str(REPO), "BUREAU_DATA_DIR": str(data_dir),
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]), "BUREAU_DATA_DIR": str(data_dir),
              "BUREAU_SEEKDB_HOST": server.host, "BUREAU_SEEKDB_PORT": str(server.port),
              **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
