@@ -82,21 +82,29 @@ def best_scores(case: Case, question: str) -> tuple[Figure, list[RetrievalTrace]
 
 
 def latency_by_scope(traces: Sequence[RetrievalTrace]) -> Figure:
-    """Median time per step of a retrieval: embedding the question, then each scope's search."""
-    embed = [t.embed_ms for t in traces]
-    own = [t.scopes[0].latency_ms for t in traces]
-    board = [t.scopes[1].latency_ms for t in traces]
-    labels = ["embed question", "search own space", "search board"]
-    medians = [statistics.median(v) for v in (embed, own, board)]
+    """Median time per step of a retrieval: embedding the question, then the search.
+
+    By default one filtered query covers the role's own space and the board, so it is one step;
+    with ``query_per_scope`` each scope's query is its own step.
+    """
+    steps: dict[str, list[float]] = {"embed question": [t.embed_ms for t in traces]}
+    if all(t.shared_query for t in traces):
+        steps["search own space + board\n(one filtered query)"] = [
+            t.scopes[0].latency_ms for t in traces]
+    else:
+        steps["search own space"] = [t.scopes[0].latency_ms for t in traces]
+        steps["search board"] = [t.scopes[1].latency_ms for t in traces]
+    medians = [statistics.median(v) for v in steps.values()]
     fig, ax = _fig()
-    ax.barh(labels, medians, color=[AMBER, GREY, BLUE])
-    for i, values in enumerate((embed, own, board)):
+    ax.barh(list(steps), medians, color=[AMBER, BLUE, GREY][: len(steps)])
+    for i, values in enumerate(steps.values()):
         ax.plot(values, [i] * len(values), "k.", alpha=0.5)
     ax.set_xlabel(f"milliseconds (median bar, dots = {len(traces)} runs)")
     ax.set_ylabel("step")
+    searches = [v for k, vs in steps.items() if k != "embed question" for v in vs]
     ax.set_title(
         f"A whole retrieval takes ~{statistics.median(t.total_ms for t in traces):.0f} ms; "
-        f"each scope's search ~{statistics.median(own + board):.0f} ms"
+        f"its search ~{statistics.median(searches):.0f} ms"
     )
     return fig
 

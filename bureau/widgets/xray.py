@@ -44,9 +44,12 @@ def xray_html(trace: RetrievalTrace | None, show_question: bool = True) -> str:
         return EMPTY
     lat = trace.latency_by_scope()
     top = max([*lat.values(), trace.embed_ms, 0.001])
-    bars = [("embed question", trace.embed_ms)] + [
-        (f"search {space_label(s)}", ms) for s, ms in lat.items()
-    ]
+    if trace.shared_query:  # one filtered query searched every scope: one bar, honestly labelled
+        names = " + ".join(space_label(s) for s in trace.searched_scopes)
+        searches = [(f"search {names} (one query)", max(lat.values(), default=0.0))]
+    else:
+        searches = [(f"search {space_label(s)}", ms) for s, ms in lat.items()]
+    bars = [("embed question", trace.embed_ms), *searches]
     bar_rows = "".join(
         f'<tr><td>{esc(name)}</td><td class="bureau-barcell"><span class="bureau-bar" '
         f'style="width:{max(2, round(170 * ms / top))}px"></span></td><td>{ms:.1f} ms</td></tr>'
@@ -82,8 +85,8 @@ def xray_html(trace: RetrievalTrace | None, show_question: bool = True) -> str:
         sections.append(
             f'<div class="bureau-xray-scope" data-scope="{esc(s.scope)}">'
             f"<h4>{esc(space_label(s.scope))} {status} "
-            f'<span class="bureau-muted">{len(s.below_threshold)} below threshold · '
-            f"{s.latency_ms:.1f} ms</span></h4>{table}</div>"
+            f'<span class="bureau-muted">{len(s.below_threshold)} below threshold'
+            f"{'' if trace.shared_query else f' · {s.latency_ms:.1f} ms'}</span></h4>{table}</div>"
         )
     return (
         f'<div class="bureau-root bureau-xray-body" data-request-id="{esc(trace.request_id)}">'
