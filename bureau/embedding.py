@@ -128,6 +128,9 @@ class MiniLMEncoder:
         self.tokenizer.no_padding()  # we pad per batch, to the batch's longest text
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: on a 2-core laptop the store and the
+        # notebook kernel need those cycles while a batch is being embedded in the background.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             opts.intra_op_num_threads = threads
         self.session = ort.InferenceSession(

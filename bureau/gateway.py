@@ -15,6 +15,7 @@ PowerMem. The gateway's job is to make the storage's sharp edges impossible to h
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -233,11 +234,54 @@ class MemoryGateway:
         )
 
     def add_many(
-        self, case_id: str, owner: str, items: Sequence[tuple[str, dict[str, Any]]]
+        self,
+        case_id: str,
+        owner: str,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        batch: int = 256,
     ) -> list[MemoryCard]:
-        """Embed all texts in length-sorted batches first, then add (each add hits the cache)."""
-        self.encoder.embed([text for text, _ in items])
-        return [self.add(case_id, owner, text, meta) for text, meta in items]
+        """Write many cards of one owner: embed in length-sorted batches, insert rows in bulk.
+
+        The rows have exactly the shape ``Memory.add`` writes (PowerMem's storage adapter builds
+        it the same way), so search, get, list and delete treat them alike; one ``insert`` per
+        batch instead of one per card is what makes seeding a 200-case benchmark cheap.
+        """
+        if not items:
+            return []
+        storage = self.memory.storage
+        if not hasattr(storage, "_collection_created"):  # PowerMem creates the table lazily
+            return [self.add(case_id, owner, items[0][0], items[0][1]),
+                    *self.add_many(case_id, owner, items[1:], batch)]
+        from powermem.utils.utils import get_current_datetime, serialize_datetime
+
+        uid = case_user_id(case_id)
+        vectors = self.encoder.embed([text for text, _ in items])
+        cards: list[MemoryCard] = []
+        for start in range(0, len(items), batch):
+            chunk = items[start : start + batch]
+            now = serialize_datetime(get_current_datetime())
+            rows = []
+            for text, meta in chunk:
+                metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
+                metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
+                rows.append({
+                    "data": text, "user_id": uid, "agent_id": owner, "run_id": "",
+                    "actor_id": "", "hash": hashlib.md5(text.encode("utf-8")).hexdigest(),
+                    "created_at": now, "updated_at": now, "category": "",
+                    "fulltext_content": text, "metadata": metadata,
+                })
+            with _LOCK:
+                ids = storage.vector_store.insert(
+                    vectors[start : start + len(chunk)].tolist(), rows
+                )
+            if len(ids) != len(rows):
+                raise BoundaryViolation(f"Bulk insert returned {len(ids)} ids for {len(rows)} rows.")
+            cards += [
+                self._card({"id": str(i), "memory": row["data"], "user_id": uid,
+                            "agent_id": owner, "metadata": row["metadata"]}, case_id)
+                for i, row in zip(ids, rows, strict=True)
+            ]
+        return cards
 
     def delete(self, case_id: str, owner: str, card_id: str) -> bool:
         """Delete one card, but only if it belongs to this case and owner."""

@@ -224,6 +224,21 @@ class BaseLedger:
             seq = int(cur.lastrowid or 0)
         return Event(seq=seq, case_id=case_id, type=type_, payload=payload, at=at)
 
+    def append_events(self, case_id: str, items: list[tuple[str, dict[str, Any]]]) -> list[Event]:
+        """Several events in one transaction (seeding writes one per card)."""
+        at = datetime.now().isoformat(timespec="milliseconds")
+        out = []
+        with self.tx(write=True) as db:
+            for type_, payload in items:
+                cur = db.run(
+                    f"INSERT INTO {self._t('events')} (case_id, type, payload, at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (case_id, type_, json.dumps(payload, sort_keys=True), at),
+                )
+                out.append(Event(seq=int(cur.lastrowid or 0), case_id=case_id, type=type_,
+                                 payload=payload, at=at))
+        return out
+
     def events(self, case_id: str, since: int = 0, limit: int = 10_000) -> list[Event]:
         with self.tx() as db:
             rows = db.all(

@@ -114,13 +114,18 @@ class Bureau:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _emit(self, case_id: str, type_: str, payload: dict[str, Any]) -> Event:
-        event = self.ledger.append_event(case_id, type_, payload)
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:  # noqa: BLE001 - a subscriber must never break a command or saga
-                log.exception("bureau event listener %r failed on %s", listener, type_)
-        return event
+        return self._emit_many(case_id, [(type_, payload)])[0]
+
+    def _emit_many(self, case_id: str, items: list[tuple[str, dict[str, Any]]]) -> list[Event]:
+        """Record events (one ledger transaction), then tell every listener about each."""
+        events = self.ledger.append_events(case_id, items) if items else []
+        for event in events:
+            for listener in list(self._listeners):
+                try:
+                    listener(event)
+                except Exception:  # noqa: BLE001 - a subscriber must never break a command
+                    log.exception("bureau event listener %r failed on %s", listener, event.type)
+        return events
 
     # -- cases -------------------------------------------------------------------------------
     def scenarios(self) -> list[Scenario]:
@@ -214,16 +219,16 @@ class Case:
         return [self.role(role), BOARD]
 
     def _seed(self) -> None:
-        n = 0
         gw = self.bureau.gateway
         gw.encoder.embed([mem.content for _, mem in self.scenario.seeds()])  # one batched pass
+        events: list[tuple[str, dict[str, Any]]] = []
         for role, mems in self.scenario.memories.items():
             items = [(m.content, {"visibility": "private", "topic": m.topic, "kind": m.kind,
                                   "seed_key": m.key}) for m in mems]
             for mem, card in zip(mems, gw.add_many(self.id, role, items), strict=True):
-                self._emit("memory.created", {**_public_meta(card), "seed_key": mem.key})
-                n += 1
-        self._emit("case.seeded", {"cards": n})
+                events.append(("memory.created", {**_public_meta(card), "seed_key": mem.key}))
+        events.append(("case.seeded", {"cards": len(events)}))
+        self.bureau._emit_many(self.id, events)
 
     # -- commands ----------------------------------------------------------------------------
     def whisper(self, role: str, text: str, topic: str = "general", kind: str = "note") -> MemoryCard:

@@ -92,3 +92,24 @@ def test_scores_are_cosine_similarities(bureau, case):
     card = trace.hits[0]
     v = bureau.gateway.encoder.embed([q, card.content])
     assert abs(card.score - float(v[0] @ v[1])) < 1e-3
+
+
+def test_bulk_rows_have_the_shape_of_single_adds(bureau, case):
+    gw = bureau.gateway
+    meta = {"visibility": "private", "topic": "umbrella", "kind": "note"}
+    single = gw.add(case.id, "suspect", "A single note about the red umbrella.", meta)
+    bulk = gw.add_many(case.id, "suspect", [("A bulk note about the red umbrella.", meta),
+                                            ("A bulk note about the blue car.", meta)])
+    from bureau.gateway import case_user_id
+
+    def raw(card_id):
+        return gw.memory.get(int(card_id), user_id=case_user_id(case.id), agent_id="suspect")
+
+    a, b = raw(single.id), raw(bulk[0].id)
+    assert set(a) == set(b) and set(a["metadata"]) == set(b["metadata"])
+    assert (b["content"], b["metadata"]["topic"]) == ("A bulk note about the red umbrella.",
+                                                      "umbrella")
+    hits = case.retrieve("suspect", "Who has the red umbrella?").hits
+    assert {single.id, bulk[0].id} <= {c.id for c in hits}
+    assert all(c.owner == "suspect" for c in hits)
+    assert gw.delete(case.id, "suspect", bulk[1].id) and gw.get(case.id, "suspect", bulk[1].id) is None
