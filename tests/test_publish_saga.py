@@ -336,6 +336,7 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
         for i in range(KILL_ROUNDS)
     ]
     copy_written = point != "publish.after_reserve"
+    survived: dict[str, int] = {}
     start = time.perf_counter()
     for wave in range(0, KILL_ROUNDS, KILL_PARALLEL):
         batch = sources[wave:wave + KILL_PARALLEL]
@@ -348,7 +349,10 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
         for s in batch:  # the child died exactly where it was told to
             rec = ledger.publication(case.id, s.id)
             assert rec is not None and rec.status == "pending" and rec.attempts == 1
-            assert len(board.get(s.id, [])) == (1 if copy_written else 0)
+            # A copy written just before the kill is usually there; embedded seekdb may also roll
+            # back the killed session's last write. The saga must repair both, so both are allowed.
+            survived[s.id] = len(board.get(s.id, []))
+            assert survived[s.id] <= (1 if copy_written else 0)
             assert "memory.published" not in events_of(case, s.id)
     kills_s = time.perf_counter() - start
 
@@ -357,18 +361,18 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
     written = board_by_source(case)
     for s in sources[::2]:
         copy = case.publish(s.owner, s.id)
-        if copy_written:
+        if survived[s.id]:
             assert [copy.id] == written[s.id]  # adopted, not written twice
         rec = ledger.publication(case.id, s.id)
         assert (rec.status, rec.copy_id, rec.attempts) == ("ready", copy.id, 2)
         assert "publish.taken_over" in events_of(case, s.id)
     stats = case.recover()
     assert stats["duplicates"] == stats["orphans"] == 0
-    retried = len(sources[::2])
-    if copy_written:
-        assert stats["completed"] == KILL_ROUNDS - retried
-    else:
-        assert stats["rolled_back"] == KILL_ROUNDS - retried
+    rest = sources[1::2]
+    assert stats["completed"] == sum(survived[s.id] for s in rest)
+    assert stats["rolled_back"] == sum(1 - survived[s.id] for s in rest)
+    if copy_written:  # lost writes are the exception, not the rule
+        assert sum(survived.values()) >= KILL_ROUNDS // 2
     assert_consistent(case)
 
     # Every card can still be published, each exactly once.
@@ -377,4 +381,5 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
         assert board_by_source(case)[s.id] == [copy.id]
     assert_consistent(case)
     assert len(case.bureau.gateway.list(case.id, BOARD)) == KILL_ROUNDS
-    print(f"\n{KILL_ROUNDS} SIGKILLs at {point}: {kills_s:.1f} s")
+    print(f"\n{KILL_ROUNDS} SIGKILLs at {point}: {kills_s:.1f} s, "
+          f"{sum(survived.values())} copies survived the kill")
