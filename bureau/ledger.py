@@ -108,6 +108,11 @@ def _after_fork() -> None:  # a forked child is another owner, not its parent
 os.register_at_fork(after_in_child=_after_fork)
 
 
+def _event(row: dict[str, Any]) -> Event:
+    return Event(seq=int(row["seq"]), case_id=row["case_id"], type=row["type"],
+                 payload=json.loads(row["payload"]), at=row["at"])
+
+
 def owner_alive(owner: str) -> bool:
     """True unless we can tell the owner process is gone (only checkable on this host)."""
     try:
@@ -246,11 +251,19 @@ class BaseLedger:
                 " ORDER BY seq LIMIT ?",
                 (case_id, since, limit),
             )
-        return [
-            Event(seq=int(r["seq"]), case_id=r["case_id"], type=r["type"],
-                  payload=json.loads(r["payload"]), at=r["at"])
-            for r in rows
-        ]
+        return [_event(r) for r in rows]
+
+    def last_event(self, case_id: str, type_: str | None = None) -> Event | None:
+        """The newest event of a case (of one type): one indexed query, however long the case."""
+        where, params = "case_id = ?", (case_id,)
+        if type_ is not None:
+            where, params = where + " AND type = ?", (case_id, type_)
+        with self.tx() as db:
+            row = db.one(
+                f"SELECT * FROM {self._t('events')} WHERE {where} ORDER BY seq DESC LIMIT 1",
+                params,
+            )
+        return _event(row) if row else None
 
     # -- publications ------------------------------------------------------------------------
     def _pub_where(self) -> str:

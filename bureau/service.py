@@ -383,12 +383,11 @@ class Case:
         gw = self.bureau.gateway
         board = gw.list(self.id, BOARD)
         last = None
-        for event in reversed(self.events()):
-            if event.type == "retrieval.completed":
-                p = event.payload
-                last = {k: p[k] for k in ("role", "searched_scopes", "hits_by_scope", "misses",
-                                          "latency_ms", "mode")}
-                break
+        event = self.bureau.ledger.last_event(self.id, "retrieval.completed")
+        if event is not None:
+            p = event.payload
+            last = {k: p[k] for k in ("role", "searched_scopes", "hits_by_scope", "misses",
+                                      "latency_ms", "mode")}
         return {
             "case_id": self.id,
             "title": self.scenario.title,

@@ -147,3 +147,12 @@ def test_scenario_answer_keys_hold_on_real_storage(bureau, scenario):
                 assert known == (role in (q.knowers_after if q.publish else q.knowers_before))
         finally:
             bureau.delete_case(case.id)
+
+
+def test_stage_shows_the_newest_retrieval_however_long_the_case(case):
+    """The stage reads the last retrieval with one query, not by paging through every event."""
+    case.interrogate("detective", SAFE_Q)
+    case.bureau.ledger.append_events(case.id, [("filler.event", {"n": i}) for i in range(10_001)])
+    case.interrogate("suspect", SAFE_Q)
+    assert case.stage()["last_retrieval"]["role"] == "suspect"
+    assert case.bureau.ledger.last_event(case.id).type == "answer.completed"

@@ -57,8 +57,8 @@ def latest_case_id(bureau: Bureau) -> str | None:
         return tied[0]
 
     def last_seq(case_id: str) -> int:
-        events = bureau.ledger.events(case_id)
-        return events[-1].seq if events else 0
+        event = bureau.ledger.last_event(case_id)
+        return event.seq if event else 0
 
     return max(tied, key=last_seq)
 
