@@ -171,6 +171,63 @@ def _new_memory(powermem: Any, settings: Settings, config: dict[str, Any]) -> An
     raise AssertionError("unreachable")
 
 
+def _keep_one_connection(memory: Any) -> None:
+    """Hold embedded seekdb's one connection open instead of reopening it for every statement.
+
+    pyobvector builds the embedded engine on SQLAlchemy's ``NullPool``: each statement checks
+    out a new DBAPI wrapper, which opens a seekdb connection, sends ``SET NAMES``, runs the
+    statement and closes the connection again -- a third of a card search's time. Every
+    wrapper shares the client's single seekdb connection anyway (so closing it under a second
+    thread was a race the gateway lock hid); a ``StaticPool`` keeps that connection for the
+    life of the store.
+    """
+    from sqlalchemy.pool import NullPool, StaticPool
+
+    engine = getattr(getattr(memory.storage.vector_store, "obvector", None), "engine", None)
+    pool = getattr(engine, "pool", None)
+    if engine is None or not isinstance(pool, NullPool):
+        return
+    engine.pool = StaticPool(
+        pool._creator,
+        recycle=pool._recycle,
+        echo=pool.echo,
+        logging_name=pool._orig_logging_name,
+        reset_on_return=pool._reset_on_return,
+        pre_ping=pool._pre_ping,
+        _dispatch=pool.dispatch,
+        dialect=pool._dialect,
+    )
+
+
+def _index_cases(memory: Any, table: str) -> None:
+    """Index the case column, so a scoped search reads one case's rows, not the whole table.
+
+    Every read the gateway makes filters on ``user_id`` (the case). Without an index seekdb's
+    pre-filtered vector scan evaluates that filter on every row of every case: a search got
+    slower with each case the store held (the MAGPIE lab writes 200). With it the scan reads
+    only the case's range and returns the same cards (checked against exact top-k in the tests).
+    An index on (case, role) would narrow it further, but seekdb's scan over two ranges of such
+    an index returned fewer rows than asked for, so the role filter stays a filter.
+    """
+    from sqlalchemy import text
+
+    engine = getattr(getattr(memory.storage.vector_store, "obvector", None), "engine", None)
+    if engine is None:
+        return
+    name = f"idx_{table}_case"[:64]
+    with _LOCK, engine.connect() as conn:
+        # Key_name is SHOW INDEX's third column (embedded seekdb names result columns column_N).
+        have = conn.execute(text(f"SHOW INDEX FROM `{table}`")).fetchall()
+        if any(str(row[2]) == name for row in have):
+            return
+        try:
+            conn.execute(text(f"CREATE INDEX `{name}` ON `{table}` (`user_id`)"))
+        except Exception as exc:  # noqa: BLE001 - another instance created it first
+            if "Duplicate key name" not in str(exc):
+                raise
+        conn.commit()
+
+
 def _ts(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat(timespec="seconds")
@@ -211,6 +268,9 @@ class MemoryGateway:
             _ACTIVE_ENCODER = encoder
             powermem = _import_powermem(settings)
             memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
+            if settings.store == "embedded":
+                _keep_one_connection(memory)
+            _index_cases(memory, settings.collection)
             _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
             return cls(settings, memory, encoder)
 

@@ -6,6 +6,8 @@ import ast
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from bureau import BOARD
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bureau"
@@ -113,3 +115,45 @@ def test_bulk_rows_have_the_shape_of_single_adds(bureau, case):
     assert {single.id, bulk[0].id} <= {c.id for c in hits}
     assert all(c.owner == "suspect" for c in hits)
     assert gw.delete(case.id, "suspect", bulk[1].id) and gw.get(case.id, "suspect", bulk[1].id) is None
+
+
+def test_one_seekdb_connection_serves_every_statement(bureau, case):
+    """pyobvector's default pool reopened seekdb's connection (plus ``SET NAMES``) per statement."""
+    engine = bureau.gateway.memory.storage.vector_store.obvector.engine
+    server = engine.get_execution_options()["seekdb_server"]
+    case.retrieve("informant", "Which number opens the safe?")
+    conn = server._connection
+    assert conn is not None
+    card = case.whisper("suspect", "The clock in the hall runs ten minutes slow.", topic="clock")
+    case.retrieve("suspect", "Is the hall clock right?")
+    bureau.gateway.get(case.id, "suspect", card.id)
+    bureau.gateway.list(case.id, "suspect")
+    assert server._connection is conn  # never closed and reopened in between
+
+
+def test_the_case_index_exists_and_searches_stay_exact(bureau, case):
+    """The gateway indexes the case column; a scoped search still returns the exact top-k."""
+    from sqlalchemy import text
+
+    engine = bureau.gateway.memory.storage.vector_store.obvector.engine
+    with engine.connect() as conn:
+        indexed = {(str(r[2]), str(r[4])) for r in conn.execute(text("SHOW INDEX FROM bureau_cards"))}
+    assert ("idx_bureau_cards_case", "user_id") in indexed
+    others = [bureau.load_scenario("safe-combination") for _ in range(2)]
+    try:
+        for n, topic in enumerate(["garden", "cellar", "attic", "stables", "library", "pantry"]):
+            case.whisper("suspect", f"Clue {n}: a muddy boot print was found in the {topic}.")
+        case.publish("informant", case.seed_card("safe-code").id)
+        gw = bureau.gateway
+        for question in ["Where was the boot print?", "What opens the safe?", "Who lied?"]:
+            vector, _ = gw.embed_query(question)
+            found, _ = gw.search_scopes(case.id, ["suspect", BOARD], vector, 3)
+            pool = gw.list(case.id, "suspect") + gw.list(case.id, BOARD)
+            cos = gw.encoder.embed([c.content for c in pool]) @ vector
+            best = [pool[i] for i in np.argsort(-cos)[:6]]
+            for scope in ("suspect", BOARD):
+                exact = [c.id for c in best if c.owner == scope][:3]
+                assert [c.id for c in found[scope]] == exact, (question, scope)
+    finally:
+        for other in others:
+            bureau.delete_case(other.id)
