@@ -50,6 +50,48 @@ def test_no_fixed_padding_batching_does_not_change_vectors():
     assert fresh.tokens_embedded < 2 * 128 + 20  # short text was not padded to 128
 
 
+def test_every_execution_path_gives_the_same_vectors():
+    """One batch (all cores per operator), batches on a pool, batches on the calling thread."""
+    texts = [*REF["sentences"], *(f"note {i}: the courier left at {i} o'clock" for i in range(20))]
+    pooled = MiniLMEncoder(cache_size=0, batch_size=4, workers=2).embed(texts)
+    serial = MiniLMEncoder(cache_size=0, batch_size=4).embed(texts, workers=1)
+    one_batch = MiniLMEncoder(cache_size=0, batch_size=len(texts)).embed(texts)
+    assert np.allclose(pooled, serial, atol=1e-5)
+    assert np.allclose(pooled, one_batch, atol=1e-4)
+
+
+def test_busy_seconds_count_overlapping_calls_once(monkeypatch):
+    """Two threads embedding side by side: ``seconds`` is wall time, not the sum of both."""
+    import threading
+    import time
+
+    def slow_run(self, encodings, session=None):  # a model run that only waits, so CPU load
+        time.sleep(0.1)  # on the test machine cannot change the overlap
+        vecs = np.ones((len(encodings), 384), dtype=np.float32) / np.sqrt(384)
+        return vecs, sum(len(e.ids) for e in encodings)
+
+    monkeypatch.setattr(MiniLMEncoder, "_run", slow_run)
+    enc = MiniLMEncoder(cache_size=0, batch_size=4)
+    enc._bulk()  # load the single-threaded session before the clock starts
+    groups = [[f"group {g} sentence {i} about the ward" for i in range(16)] for g in range(2)]
+    start = threading.Barrier(2)
+
+    def work(texts: list[str]) -> None:
+        start.wait()
+        enc.embed(texts, workers=1)
+
+    threads = [threading.Thread(target=work, args=(g,)) for g in groups]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    assert enc.texts_embedded == 32
+    assert 0.4 <= enc.seconds <= wall  # 4 batches x 100 ms on each thread, overlapping
+    assert enc.seconds < 0.65  # the sum of both threads' time would be >= 0.8 s
+
+
 def test_vectors_are_unit_length_and_cached(encoder):
     before = encoder.texts_embedded
     v = encoder.embed(["a unique sentence for the cache test", "a unique sentence for the cache test"])
