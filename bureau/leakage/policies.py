@@ -288,9 +288,10 @@ def run_lab(
 ) -> LabResult:
     """Run policies a-d on every scenario of ``dataset`` with ``bureau``'s store and encoder.
 
-    Every distinct text is embedded once, by one background thread, group by group ahead of the
-    storage work (``pipeline=False``: all up front, then storage), and every policy reuses those
-    vectors: the Bureau's writes and searches hit the encoder's cache. Creates one case per
+    Every distinct text is embedded once, group by group ahead of the storage work, by as many
+    background threads as the encoder has workers (``pipeline=False``: all up front, then
+    storage), and every policy reuses those vectors: the Bureau's writes and searches hit the
+    encoder's cache. Creates one case per
     scenario (kept unless ``cleanup``: deleting ~30 cards per case costs about as much as
     writing them). ``progress(iterable, total)`` wraps the scenario loop.
     """
@@ -314,12 +315,18 @@ def run_lab(
     engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
     case_ids: dict[str, str] = {}
 
+    # Groups are embedded side by side, each on one thread with single-threaded model runs: no
+    # thread waits at a group's end for the other's last (longest) batch, and a core the store
+    # takes for a moment slows one group instead of every operator.
+    workers = int(getattr(enc, "workers", 1)) if hasattr(enc, "reserve_cache") else 1
+
     def embed(group: list[MagpieScenario]) -> dict[str, np.ndarray]:
         todo = list(dict.fromkeys(x for s in group for x in _scenario_texts(s, queries)))
-        return dict(zip(todo, enc.embed(todo), strict=True))
+        vecs = enc.embed(todo, workers=1) if workers > 1 else enc.embed(todo)
+        return dict(zip(todo, vecs, strict=True))
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-embed") as pool:
-        futures = [pool.submit(embed, group) for group in chunks]  # run in order, one at a time
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed") as pool:
+        futures = [pool.submit(embed, group) for group in chunks]  # started in order
         try:
             bar = iter(progress(dataset.scenarios, len(dataset.scenarios)))
             for group, future in zip(chunks, futures, strict=True):

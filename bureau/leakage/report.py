@@ -590,7 +590,8 @@ def render_report(
                     ["texts embedded (distinct texts)",
                      f"{bench['texts_embedded']:,} ({bench['distinct_texts']:,})"],
                     ["tokens embedded", f"{bench['tokens_embedded']:,}"],
-                    ["tokens/s inside the lab", f"{bench['tokens_per_second']:,.0f}"],
+                    ["tokens/s inside the lab (encoder busy time)",
+                     f"{bench['tokens_per_second']:,.0f}"],
                     ["embedding alone (fresh encoder, no cache)",
                      f"{bench['embed_alone_seconds']:.1f} s "
                      f"({bench['embed_alone_tokens_per_second']:,.0f} tokens/s)"],
@@ -599,7 +600,7 @@ def render_report(
                 ],
             ),
             "",
-            "Lab time by phase (s; embedding runs in a background thread, so phases overlap it): "
+            "Lab time by phase (s; embedding runs on background threads, so the phases overlap it): "
             + ", ".join(
                 f"{name} {t[name]:.1f}"
                 for name in ("embed_wait", "seed", "publish", "abstractions", "retrieve",
