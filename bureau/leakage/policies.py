@@ -318,7 +318,8 @@ def run_lab(
     # Groups are embedded side by side, each on one thread with single-threaded model runs: no
     # thread waits at a group's end for the other's last (longest) batch, and a core the store
     # takes for a moment slows one group instead of every operator.
-    workers = int(getattr(enc, "workers", 1)) if hasattr(enc, "reserve_cache") else 1
+    # (An encoder with a ``workers`` attribute takes ``embed(texts, workers=...)``.)
+    workers = int(getattr(enc, "workers", 1))
 
     def embed(group: list[MagpieScenario]) -> dict[str, np.ndarray]:
         todo = list(dict.fromkeys(x for s in group for x in _scenario_texts(s, queries)))
