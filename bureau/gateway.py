@@ -171,6 +171,11 @@ def _new_memory(powermem: Any, settings: Settings, config: dict[str, Any]) -> An
     raise AssertionError("unreachable")
 
 
+def _sql_engine(memory: Any) -> Any:
+    """The SQLAlchemy engine under PowerMem's OceanBase/seekdb store (None if it has none)."""
+    return getattr(getattr(memory.storage.vector_store, "obvector", None), "engine", None)
+
+
 def _keep_one_connection(memory: Any) -> None:
     """Hold embedded seekdb's one connection open instead of reopening it for every statement.
 
@@ -183,7 +188,7 @@ def _keep_one_connection(memory: Any) -> None:
     """
     from sqlalchemy.pool import NullPool, StaticPool
 
-    engine = getattr(getattr(memory.storage.vector_store, "obvector", None), "engine", None)
+    engine = _sql_engine(memory)
     pool = getattr(engine, "pool", None)
     if engine is None or not isinstance(pool, NullPool):
         return
@@ -211,7 +216,7 @@ def _index_cases(memory: Any, table: str) -> None:
     """
     from sqlalchemy import text
 
-    engine = getattr(getattr(memory.storage.vector_store, "obvector", None), "engine", None)
+    engine = _sql_engine(memory)
     if engine is None:
         return
     name = f"idx_{table}_case"[:64]
@@ -242,6 +247,11 @@ class MemoryGateway:
         self.memory = memory
         self.encoder = encoder
         self.store_key = _store_key(settings)
+
+    @property
+    def sql_engine(self) -> Any:
+        """The store's SQLAlchemy engine, for tests that check the store's own state."""
+        return _sql_engine(self.memory)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod

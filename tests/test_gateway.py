@@ -119,7 +119,7 @@ def test_bulk_rows_have_the_shape_of_single_adds(bureau, case):
 
 def test_one_seekdb_connection_serves_every_statement(bureau, case):
     """pyobvector's default pool reopened seekdb's connection (plus ``SET NAMES``) per statement."""
-    engine = bureau.gateway.memory.storage.vector_store.obvector.engine
+    engine = bureau.gateway.sql_engine
     server = engine.get_execution_options()["seekdb_server"]
     case.retrieve("informant", "Which number opens the safe?")
     conn = server._connection
@@ -135,7 +135,7 @@ def test_the_case_index_exists_and_searches_stay_exact(bureau, case):
     """The gateway indexes the case column; a scoped search still returns the exact top-k."""
     from sqlalchemy import text
 
-    engine = bureau.gateway.memory.storage.vector_store.obvector.engine
+    engine = bureau.gateway.sql_engine
     with engine.connect() as conn:
         indexed = {(str(r[2]), str(r[4])) for r in conn.execute(text("SHOW INDEX FROM bureau_cards"))}
     assert ("idx_bureau_cards_case", "user_id") in indexed
