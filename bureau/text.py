@@ -14,7 +14,13 @@ from .errors import InvalidTextError
 MAX_CARD_CHARS = 2000
 """A card is a fact, not a document: long texts also embed poorly (MiniLM reads 256 tokens)."""
 MAX_QUESTION_CHARS = 500
-NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+"""Role, topic and kind names; always applied with ``fullmatch`` (``$`` would accept a final
+newline, and ``board\n`` must not pass as the board)."""
+CASE_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+"""Case ids: lowercase ASCII only, so no two valid ids can be equal under the store's
+case-, accent- and trailing-space-insensitive comparison, and no id can name a path."""
+MAX_CASE_ID_CHARS = 64
 
 _ALLOWED_CONTROLS = {"\n", "\t"}
 
@@ -48,9 +54,31 @@ def clean_text(text: object, *, what: str = "text", max_chars: int = MAX_CARD_CH
 
 def clean_name(name: object, *, what: str = "name") -> str:
     """A role, topic or kind name: lowercase slug, so it is safe as a storage filter value."""
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if type(name) is not str or not NAME_RE.fullmatch(name):
         raise InvalidTextError(
-            f"{what.capitalize()} {name!r} is not a valid name.",
+            f"{what.capitalize()} {short_repr(name)} is not a valid name.",
             "Use 1-32 lowercase letters, digits, '-' or '_', starting with a letter.",
         )
     return name
+
+
+def clean_case_id(case_id: object) -> str:
+    """A case id, validated whole: it names a ledger row, a store namespace and a file."""
+    if type(case_id) is not str or not CASE_ID_RE.fullmatch(case_id) or ".." in case_id:
+        raise InvalidTextError(
+            f"Case id {short_repr(case_id)} is not valid.",
+            f"Use 1-{MAX_CASE_ID_CHARS} lowercase letters, digits, '.', '-' or '_', starting with a "
+            "letter or digit (no '..').",
+        )
+    return case_id
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """``repr`` cut to ``limit`` characters: error messages must stay small whatever came in."""
+    try:
+        text = repr(value) if isinstance(value, str | int | float | bool | type(None)) else (
+            f"<{type(value).__name__}>"
+        )
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break an error message
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
