@@ -38,7 +38,35 @@ class ScenarioError(BureauError):
 
 
 class UnknownCaseError(BureauError):
+    """No such case, or it was deleted (also by another process): every holder gets this."""
+
     hint = "List cases with bureau.cases() or load a scenario with bureau.load_scenario(...)."
+
+
+class CaseExistsError(BureauError):
+    """A case with this id already exists; ids are never shared by two live cases."""
+
+    hint = "Pick another case id, or delete the old case with bureau.delete_case(id) first."
+
+
+class InvalidArgumentError(BureauError, ValueError):
+    """An argument out of range (a limit of 0, a NaN): refused before anything is read or written."""
+
+
+class DamagedDataError(BureauError):
+    """A file under the data directory is missing or unreadable; the message names it."""
+
+
+class LedgerDamagedError(DamagedDataError):
+    """The ledger (SQLite) cannot be read."""
+
+
+class CaseDamagedError(DamagedDataError):
+    """One case's own files are damaged (e.g. its scenario snapshot); other cases still work."""
+
+
+class StoreLedgerMismatchError(DamagedDataError):
+    """The card store holds cards the ledger knows nothing about (e.g. the ledger was lost)."""
 
 
 class UnknownRoleError(BureauError):

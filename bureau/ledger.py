@@ -29,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .model import Event
+from .errors import CaseExistsError, LedgerDamagedError, UnknownCaseError
+from .model import CaseSpace, Event
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cases (
   case_id TEXT PRIMARY KEY, scenario_id TEXT NOT NULL, title TEXT NOT NULL,
-  created_at TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 0
+  created_at TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 0, token TEXT
+);
+CREATE TABLE IF NOT EXISTS retired_spaces (
+  store_id TEXT PRIMARY KEY, case_id TEXT NOT NULL, retired_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, case_id TEXT NOT NULL, type TEXT NOT NULL,
@@ -67,6 +71,32 @@ class CaseRecord:
     title: str
     created_at: str
     epoch: int
+    token: str | None = None
+    """Made when the case is created; a holder whose token differs holds a deleted case. Cases
+    made before tokens existed have none and keep their original store namespace."""
+
+    @property
+    def space(self) -> CaseSpace:
+        return CaseSpace(self.case_id, store_id_for(self.case_id, self.token, self.epoch))
+
+
+def store_id_for(case_id: str, token: str | None, epoch: int) -> str:
+    """The store namespace (PowerMem ``user_id``) of one incarnation and epoch of a case."""
+    if not token:
+        return f"case:{case_id}"
+    return f"case:{case_id}#{token}:{epoch}"
+
+
+def parse_store_id(store_id: str) -> tuple[str, str | None, int] | None:
+    """(case id, token, epoch) of a namespace :func:`store_id_for` made, else None."""
+    if not store_id.startswith("case:"):
+        return None
+    rest = store_id[5:]
+    if "#" not in rest:
+        return rest, None, 0
+    case_id, _, tail = rest.rpartition("#")
+    token, _, epoch = tail.partition(":")
+    return (case_id, token, int(epoch)) if epoch.isdigit() and token else None
 
 
 @dataclass(frozen=True)
@@ -188,15 +218,21 @@ class BaseLedger:
         raise AssertionError("unreachable")
 
     # -- cases -------------------------------------------------------------------------------
-    def add_case(self, case_id: str, scenario_id: str, title: str) -> CaseRecord:
+    def add_case(
+        self, case_id: str, scenario_id: str, title: str, token: str | None = None,
+        epoch: int = 0,
+    ) -> CaseRecord:
         now = datetime.now().isoformat(timespec="seconds")
-        with self.tx(write=True) as db:
-            db.run(
-                f"INSERT INTO {self._t('cases')} (case_id, scenario_id, title, created_at, epoch)"
-                " VALUES (?, ?, ?, ?, 0)",
-                (case_id, scenario_id, title, now),
-            )
-        return CaseRecord(case_id, scenario_id, title, now, 0)
+        try:
+            with self.tx(write=True) as db:
+                db.run(
+                    f"INSERT INTO {self._t('cases')} (case_id, scenario_id, title, created_at,"
+                    " epoch, token) VALUES (?, ?, ?, ?, ?, ?)",
+                    (case_id, scenario_id, title, now, epoch, token),
+                )
+        except self.integrity_errors as exc:
+            raise CaseExistsError(f"A case with id {case_id!r} already exists.") from exc
+        return CaseRecord(case_id, scenario_id, title, now, epoch, token)
 
     def get_case(self, case_id: str) -> CaseRecord | None:
         with self.tx() as db:
@@ -208,16 +244,65 @@ class BaseLedger:
             rows = db.all(f"SELECT * FROM {self._t('cases')} ORDER BY created_at, case_id")
         return [CaseRecord(**r) for r in rows]
 
-    def bump_epoch(self, case_id: str) -> None:
+    def _live(self, db: Tx, case_id: str, token: str | None) -> CaseRecord:
+        """The case's record inside a transaction, if it is still the incarnation ``token``."""
+        row = db.one(f"SELECT * FROM {self._t('cases')} WHERE case_id = ?{self.for_update}",
+                     (case_id,))
+        if row is None or row["token"] != token:
+            raise UnknownCaseError(f"Case {case_id} no longer exists (it was deleted).")
+        return CaseRecord(**row)
+
+    def _retire(self, db: Tx, rec: CaseRecord) -> None:
+        db.run(
+            f"{self.insert_ignore} INTO {self._t('retired_spaces')} (store_id, case_id,"
+            " retired_at) VALUES (?, ?, ?)",
+            (rec.space.store_id, rec.case_id, time.time()),
+        )
+
+    def bump_epoch(self, case_id: str, token: str | None = None) -> CaseRecord:
+        """Reset: retire the case's store namespace and move it to a fresh, empty one.
+
+        Returns the record before the reset (its space is the one to purge).
+        """
         with self.tx(write=True) as db:
+            old = self._live(db, case_id, token)
+            if old.token:  # cases without a token keep their one namespace (purged in place)
+                self._retire(db, old)
             db.run(f"UPDATE {self._t('cases')} SET epoch = epoch + 1 WHERE case_id = ?", (case_id,))
             db.run(f"DELETE FROM {self._t('publications')} WHERE case_id = ?", (case_id,))
             db.run(f"DELETE FROM {self._t('cleanup_tasks')} WHERE case_id = ?", (case_id,))
+        return old
 
-    def delete_case(self, case_id: str) -> None:
+    def delete_case(self, case_id: str, token: str | None = None) -> CaseRecord:
+        """Forget a case and retire its namespace in one transaction; returns the old record."""
         with self.tx(write=True) as db:
+            old = self._live(db, case_id, token)
+            self._retire(db, old)
             for table in ("cases", "events", "publications", "cleanup_tasks"):
                 db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ?", (case_id,))
+        return old
+
+    def retired_spaces(self) -> set[str]:
+        with self.tx() as db:
+            return {r["store_id"] for r in db.all(
+                f"SELECT store_id FROM {self._t('retired_spaces')}")}
+
+    def unretire(self, store_id: str) -> None:
+        """A namespace reused by a legacy (token-less) case id is live again."""
+        with self.tx(write=True) as db:
+            db.run(f"DELETE FROM {self._t('retired_spaces')} WHERE store_id = ?", (store_id,))
+
+    def restore_publication(self, case_id: str, source_id: str, source_role: str,
+                            copy_id: str) -> None:
+        """Repair: a ready record for a board copy found in the store (see bureau.repair)."""
+        now = time.time()
+        with self.tx(write=True) as db:
+            db.run(
+                f"{self.insert_ignore} INTO {self._t('publications')} (case_id, source_id,"
+                " source_role, status, copy_id, attempts, owner, lease_until, created_at,"
+                " updated_at, error) VALUES (?, ?, ?, 'ready', ?, 1, 'repair', 0, ?, ?, NULL)",
+                (case_id, source_id, source_role, copy_id, now, now),
+            )
 
     # -- events ------------------------------------------------------------------------------
     def append_event(self, case_id: str, type_: str, payload: dict[str, Any]) -> Event:
@@ -230,11 +315,19 @@ class BaseLedger:
             seq = int(cur.lastrowid or 0)
         return Event(seq=seq, case_id=case_id, type=type_, payload=payload, at=at)
 
-    def append_events(self, case_id: str, items: list[tuple[str, dict[str, Any]]]) -> list[Event]:
-        """Several events in one transaction (seeding writes one per card)."""
+    def append_events(
+        self, case_id: str, items: list[tuple[str, dict[str, Any]]], token: Any = ...
+    ) -> list[Event]:
+        """Several events in one transaction (seeding writes one per card).
+
+        With ``token``, only while the case is still that incarnation (checked in the same
+        transaction, so an old holder of a deleted case cannot write into a new one's log).
+        """
         at = datetime.now().isoformat(timespec="milliseconds")
         out = []
         with self.tx(write=True) as db:
+            if token is not ...:
+                self._live(db, case_id, token)
             for type_, payload in items:
                 cur = db.run(
                     f"INSERT INTO {self._t('events')} (case_id, type, payload, at)"
@@ -431,6 +524,12 @@ class Ledger(BaseLedger):
             db.execute("PRAGMA busy_timeout=30000")
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            columns = {r[1] for r in db.execute("PRAGMA table_info(cases)")}
+            if "token" not in columns:  # a ledger written before case tokens existed
+                db.execute("ALTER TABLE cases ADD COLUMN token TEXT")
+            db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from exc
         finally:
             db.close()
         # Held open, never used: while one connection stays open, closing the short ones does
@@ -482,6 +581,10 @@ class Ledger(BaseLedger):
                 if db.in_transaction:  # a kept connection must come back clean
                     db.execute("ROLLBACK")
                 raise
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is sqlite3.DatabaseError:  # "malformed", "not a database": not a race
+                raise _damaged(self.path, exc) from exc
+            raise
         finally:
             if kept:
                 self._local.busy = False
@@ -492,6 +595,14 @@ class Ledger(BaseLedger):
     def tx(self, write: bool = False) -> Iterator[Tx]:
         with self.connect(immediate=write) as db:
             yield Tx(db.cursor(), "qmark")
+
+
+def _damaged(path: Path, exc: BaseException) -> LedgerDamagedError:
+    return LedgerDamagedError(
+        f"The ledger {path} is damaged and cannot be read ({exc}).",
+        "Move it aside and run `python -m bureau repair --adopt` to rebuild it from the card "
+        "store and the case snapshots (see README, 'Repairing a data directory').",
+    )
 
 
 def open_ledger(settings: Settings) -> BaseLedger:

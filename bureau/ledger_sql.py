@@ -24,7 +24,12 @@ from .settings import ServerSettings
 SERVER_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS {p}cases (
       case_id VARCHAR(128) NOT NULL PRIMARY KEY, scenario_id VARCHAR(128) NOT NULL,
-      title VARCHAR(512) NOT NULL, created_at VARCHAR(32) NOT NULL, epoch INT NOT NULL DEFAULT 0
+      title VARCHAR(512) NOT NULL, created_at VARCHAR(32) NOT NULL, epoch INT NOT NULL DEFAULT 0,
+      token VARCHAR(32)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {p}retired_spaces (
+      store_id VARCHAR(128) NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
+      retired_at DOUBLE NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS {p}events (
       seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
@@ -73,6 +78,11 @@ class ServerLedger(BaseLedger):
                     except pymysql.err.OperationalError as exc:
                         if exc.args[0] != 1050:  # created by another instance meanwhile
                             raise
+                try:  # tables made before case tokens existed
+                    db.run(f"ALTER TABLE {self.prefix}cases ADD COLUMN token VARCHAR(32)")
+                except pymysql.err.OperationalError as exc:
+                    if exc.args[0] != 1060:  # duplicate column: already there
+                        raise
         except pymysql.err.OperationalError as exc:
             raise ConfigurationError(
                 f"Cannot use the ledger tables on {server.host}:{server.port}/{server.db_name}: "

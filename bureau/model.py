@@ -18,6 +18,20 @@ Visibility = Literal["private", "public"]
 
 
 @dataclass(frozen=True)
+class CaseSpace:
+    """Where one incarnation of a case keeps its cards: the store's ``user_id`` value.
+
+    A case id names a case for people; the store namespace also carries a random token made when
+    the case was created and the epoch of its last reset. So a card written by a holder that
+    missed a delete or a reset lands in a retired namespace nobody reads (and the next open
+    sweeps it), and an id used again starts empty: a new case never inherits ghost cards.
+    """
+
+    case_id: str
+    store_id: str
+
+
+@dataclass(frozen=True)
 class MemoryCard:
     id: str
     case_id: str

@@ -11,7 +11,6 @@ from bureau.errors import (
     UnknownCardError,
     UnknownCaseError,
     UnknownRoleError,
-    VisibilityBoundaryError,
 )
 
 
@@ -54,7 +53,7 @@ CASES = {
     "publish a non-numeric id": (lambda c: c.publish("informant", "'; DROP TABLE x; --"),
                                  UnknownCardError, "no card"),
     "publish another role's card": (lambda c: c.publish("detective", c.seed_card("safe-code").id),
-                                    VisibilityBoundaryError, "own private cards"),
+                                    UnknownCardError, "own private cards"),
     "publish from the board": (lambda c: c.publish("board", c.seed_card("safe-code").id),
                                BoardNotWritableError, "not a role"),
     "get a card of another role": (lambda c: c.card("suspect", c.seed_card("safe-code").id),

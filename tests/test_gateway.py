@@ -33,13 +33,13 @@ def test_get_and_delete_by_id_check_case_and_owner(bureau, case):
     secret = case.seed_card("safe-code")
     other = bureau.load_scenario("safe-combination")
     try:
-        assert gw.get(case.id, "informant", secret.id) is not None
-        assert gw.get(case.id, "detective", secret.id) is None  # right case, wrong owner
-        assert gw.get(other.id, "informant", secret.id) is None  # right owner, wrong case
-        assert gw.get(case.id, BOARD, secret.id) is None
-        assert gw.delete(other.id, "informant", secret.id) is False
-        assert gw.delete(case.id, "detective", secret.id) is False
-        assert gw.get(case.id, "informant", secret.id) is not None  # still there
+        assert gw.get(case.space, "informant", secret.id) is not None
+        assert gw.get(case.space, "detective", secret.id) is None  # right case, wrong owner
+        assert gw.get(other.space, "informant", secret.id) is None  # right owner, wrong case
+        assert gw.get(case.space, BOARD, secret.id) is None
+        assert gw.delete(other.space, "informant", secret.id) is False
+        assert gw.delete(case.space, "detective", secret.id) is False
+        assert gw.get(case.space, "informant", secret.id) is not None  # still there
     finally:
         bureau.delete_case(other.id)
 
@@ -48,9 +48,9 @@ def test_listing_and_counting_stay_inside_the_case(bureau, case):
     other = bureau.load_scenario("safe-combination")
     try:
         other.whisper("detective", "A fact that only the other case holds.", topic="other")
-        assert bureau.gateway.count(case.id) == 5 and bureau.gateway.count(other.id) == 6
-        assert {c.case_id for c in bureau.gateway.list(case.id)} == {case.id}
-        assert all("other case" not in c.content for c in bureau.gateway.list(case.id))
+        assert bureau.gateway.count(case.space) == 5 and bureau.gateway.count(other.space) == 6
+        assert {c.case_id for c in bureau.gateway.list(case.space)} == {case.id}
+        assert all("other case" not in c.content for c in bureau.gateway.list(case.space))
     finally:
         bureau.delete_case(other.id)
 
@@ -73,7 +73,7 @@ def test_threads_are_serialised_not_crashing(bureau, case):
     for t in threads:
         t.join()
     assert errors == []
-    assert bureau.gateway.count(case.id, "suspect") == 1 + 8 * 5
+    assert bureau.gateway.count(case.space, "suspect") == 1 + 8 * 5
 
 
 def test_purge_removes_every_card_and_verifies(bureau):
@@ -82,7 +82,7 @@ def test_purge_removes_every_card_and_verifies(bureau):
     for i in range(30):
         case.whisper("detective", f"Filler note {i} about the garden shed.", topic="filler")
     assert case.reset() == 5 + 1 + 30
-    assert bureau.gateway.count(case.id) == 0
+    assert bureau.gateway.count(case.space) == 0
     assert bureau.ledger.publications(case.id) == []
     bureau.delete_case(case.id)
     assert case.id not in [c.case_id for c in bureau.cases()]
@@ -99,13 +99,11 @@ def test_scores_are_cosine_similarities(bureau, case):
 def test_bulk_rows_have_the_shape_of_single_adds(bureau, case):
     gw = bureau.gateway
     meta = {"visibility": "private", "topic": "umbrella", "kind": "note"}
-    single = gw.add(case.id, "suspect", "A single note about the red umbrella.", meta)
-    bulk = gw.add_many(case.id, "suspect", [("A bulk note about the red umbrella.", meta),
+    single = gw.add(case.space, "suspect", "A single note about the red umbrella.", meta)
+    bulk = gw.add_many(case.space, "suspect", [("A bulk note about the red umbrella.", meta),
                                             ("A bulk note about the blue car.", meta)])
-    from bureau.gateway import case_user_id
-
     def raw(card_id):
-        return gw.memory.get(int(card_id), user_id=case_user_id(case.id), agent_id="suspect")
+        return gw.memory.get(int(card_id), user_id=case.space.store_id, agent_id="suspect")
 
     a, b = raw(single.id), raw(bulk[0].id)
     assert set(a) == set(b) and set(a["metadata"]) == set(b["metadata"])
@@ -114,7 +112,7 @@ def test_bulk_rows_have_the_shape_of_single_adds(bureau, case):
     hits = case.retrieve("suspect", "Who has the red umbrella?").hits
     assert {single.id, bulk[0].id} <= {c.id for c in hits}
     assert all(c.owner == "suspect" for c in hits)
-    assert gw.delete(case.id, "suspect", bulk[1].id) and gw.get(case.id, "suspect", bulk[1].id) is None
+    assert gw.delete(case.space, "suspect", bulk[1].id) and gw.get(case.space, "suspect", bulk[1].id) is None
 
 
 def test_one_seekdb_connection_serves_every_statement(bureau, case):
@@ -126,8 +124,8 @@ def test_one_seekdb_connection_serves_every_statement(bureau, case):
     assert conn is not None
     card = case.whisper("suspect", "The clock in the hall runs ten minutes slow.", topic="clock")
     case.retrieve("suspect", "Is the hall clock right?")
-    bureau.gateway.get(case.id, "suspect", card.id)
-    bureau.gateway.list(case.id, "suspect")
+    bureau.gateway.get(case.space, "suspect", card.id)
+    bureau.gateway.list(case.space, "suspect")
     assert server._connection is conn  # never closed and reopened in between
 
 
@@ -147,12 +145,11 @@ def test_the_case_index_exists_and_searches_stay_exact(bureau, case):
         gw = bureau.gateway
         for question in ["Where was the boot print?", "What opens the safe?", "Who lied?"]:
             vector, _ = gw.embed_query(question)
-            found, _ = gw.search_scopes(case.id, ["suspect", BOARD], vector, 3)
-            pool = gw.list(case.id, "suspect") + gw.list(case.id, BOARD)
-            cos = gw.encoder.embed([c.content for c in pool]) @ vector
-            best = [pool[i] for i in np.argsort(-cos)[:6]]
-            for scope in ("suspect", BOARD):
-                exact = [c.id for c in best if c.owner == scope][:3]
+            found, _ = gw.search_scopes(case.space, ["suspect", BOARD], vector, 3)
+            for scope in ("suspect", BOARD):  # each scope its own exact top-3
+                pool = gw.list(case.space, scope)
+                cos = gw.encoder.embed([c.content for c in pool]) @ vector
+                exact = [pool[i].id for i in np.argsort(-cos, kind="stable")[:3]]
                 assert [c.id for c in found[scope]] == exact, (question, scope)
     finally:
         for other in others:

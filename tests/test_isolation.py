@@ -63,7 +63,7 @@ def test_publishing_twice_gives_one_copy(case):
     first = case.publish("informant", source.id)
     second = case.publish("informant", source.id)
     assert first.id == second.id
-    copies = case.bureau.gateway.list(case.id, BOARD, where={"source_id": source.id})
+    copies = case.bureau.gateway.list(case.space, BOARD, where={"source_id": source.id})
     assert [c.id for c in copies] == [first.id]
 
 
@@ -73,7 +73,7 @@ def test_cross_case_publish_is_rejected(bureau, case):
         foreign = case.seed_card("safe-code")
         with pytest.raises(UnknownCardError):
             other.publish("informant", foreign.id)
-        assert bureau.gateway.count(other.id, BOARD) == 0
+        assert bureau.gateway.count(other.space, BOARD) == 0
         assert bureau.ledger.publications(other.id) == []
         assert bureau.ledger.publications(case.id) == []
     finally:

@@ -73,7 +73,7 @@ def spawn(code: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -
 
 def board_by_source(case) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for card in case.bureau.gateway.list(case.id, BOARD):
+    for card in case.bureau.gateway.list(case.space, BOARD):
         out.setdefault(card.source_id or "", []).append(card.id)
     return out
 
@@ -111,15 +111,15 @@ def test_publishing_across_a_boundary_is_refused_and_records_nothing(bureau, cas
         copy = case.publish("informant", mine.id)
         foreign = other.seed_card("safe-code")
         public_in_role = bureau.gateway.add(
-            case.id, "suspect", "A note the suspect pinned up in public.",
+            case.space, "suspect", "A note the suspect pinned up in public.",
             {"visibility": "public", "topic": "note", "kind": "note"},
         )
         board_before = board_by_source(case)
         records_before = bureau.ledger.publications(case.id)
 
-        with pytest.raises(VisibilityBoundaryError):  # not of that role
+        with pytest.raises(UnknownCardError):  # not of that role: same answer as unknown
             case.publish("detective", mine.id)
-        with pytest.raises(VisibilityBoundaryError):  # not private: a board copy
+        with pytest.raises(UnknownCardError):  # a board copy is not in the role's space
             case.publish("informant", copy.id)
         with pytest.raises(VisibilityBoundaryError):  # not private: a public card of the role
             case.publish("suspect", public_in_role.id)
@@ -380,6 +380,6 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
         copy = case.publish(s.owner, s.id)
         assert board_by_source(case)[s.id] == [copy.id]
     assert_consistent(case)
-    assert len(case.bureau.gateway.list(case.id, BOARD)) == KILL_ROUNDS
+    assert len(case.bureau.gateway.list(case.space, BOARD)) == KILL_ROUNDS
     print(f"\n{KILL_ROUNDS} SIGKILLs at {point}: {kills_s:.1f} s, "
           f"{sum(survived.values())} copies survived the kill")

@@ -69,7 +69,7 @@ ids, errors = publish_from_threads(case, "informant", info["card_id"], calls, th
 (sync / f"done-{name}").touch()
 for peer in ("a", "b"):
     wait_for(sync / f"done-{peer}")
-board = [[c.id, c.source_id] for c in bureau.gateway.list(case.id, "board")]
+board = [[c.id, c.source_id] for c in bureau.gateway.list(case.space, "board")]
 cases = [c.case_id for c in bureau.cases()]
 print(json.dumps({"ids": ids, "errors": errors, "board": board, "cases": cases,
                   "case_id": case.id, "card_id": info["card_id"]}))
@@ -93,7 +93,7 @@ from bureau import Bureau
 case = Bureau.open().case(sys.argv[1])
 copy = case.publish("detective", sys.argv[2])  # takes the dead instance's reservation over
 stats = case.recover()
-board = [[c.id, c.source_id] for c in case.bureau.gateway.list(case.id, "board")]
+board = [[c.id, c.source_id] for c in case.bureau.gateway.list(case.space, "board")]
 print(json.dumps({"copy": copy.id, "stats": stats, "board": board}))
 """
 

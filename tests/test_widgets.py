@@ -161,7 +161,7 @@ def test_refusals_show_message_and_hint_never_a_traceback(bureau, case, closing)
     assert "Traceback" not in ui.error.value and 'File "' not in ui.error.value
     # a forged publish: the detective publishing the informant's card
     ui.publish(case.seed_card("safe-code").id)
-    assert type(ui.last_error).__name__ == "VisibilityBoundaryError"
+    assert type(ui.last_error).__name__ == "UnknownCardError"
     assert "only publish its own" in ui.error.value
     assert case.spaces()[BOARD] == []
     # the next successful action clears the error
@@ -357,7 +357,7 @@ def test_every_attack_is_blocked_with_a_reason(bureau, case):
         assert r.reason and not r.leaked
     refused = {r.name: r.refusal for r in results if r.refusal}
     assert "BoardNotWritableError" in refused["Ask as the board"]
-    assert "VisibilityBoundaryError" in refused["Publish someone else's card"]
+    assert "UnknownCardError" in refused["Publish someone else's card"]
     assert "UnknownCardError" in refused["Cross-case publish"]
     box, _ = make_attack_report(results)
     assert "bureau-attacks" in box._dom_classes

@@ -454,7 +454,7 @@ def _run_bureau_case(
     # through their source_id, never through their content.
     origin: dict[str, tuple[MagpieItem, str]] = {}
     seeded: dict[str, MemoryCard] = {}
-    for card in bureau.gateway.list(case.id):
+    for card in bureau.gateway.list(case.space):
         if card.seed_key in by_key:
             origin[card.id] = (by_key[card.seed_key], "item")
             seeded[by_key[card.seed_key].item_id] = card
@@ -545,7 +545,7 @@ def _engine_check(
 
     Policy a is computed in numpy; this compares the two engines on the same cards and queries.
     """
-    board = bureau.gateway.list(case.id, BOARD)
+    board = bureau.gateway.list(case.space, BOARD)
     if not board:
         return
     board_vecs = np.stack([vec[c.content] for c in board])
