@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from .embedding import Encoder, HashEncoder, OpenAICompatibleEncoder, shared_minilm
 from .errors import BoundaryViolation, ConfigurationError, StoreAlreadyOpenError
-from .model import MemoryCard
+from .model import CaseSpace, MemoryCard
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,12 @@ META_KEYS = (
 )
 
 
-def case_user_id(case_id: str) -> str:
-    return f"case:{case_id}"
+def _ids(case: CaseSpace) -> tuple[str, str]:
+    """(case id for labels, store namespace for filters). Only a CaseSpace names a namespace:
+    a bare case id would address whichever incarnation once used it."""
+    if not isinstance(case, CaseSpace):
+        raise TypeError(f"the gateway takes a CaseSpace (case.space), not {type(case).__name__}")
+    return case.case_id, case.store_id
 
 
 def _make_encoder(settings: Settings) -> Encoder:
@@ -233,6 +237,17 @@ def _index_cases(memory: Any, table: str) -> None:
         conn.commit()
 
 
+def _check_row(row: dict[str, Any], uid: str, owner: str | None, what: str) -> dict[str, Any]:
+    """A row the store returned must lie in the scope that was asked for: a filter bug surfaces
+    as ``BoundaryViolation``, never as a quiet leak. (The one copy of this check.)"""
+    if row.get("user_id") != uid or (owner is not None and row.get("agent_id") != owner):
+        raise BoundaryViolation(
+            f"A {what} scoped to {uid}/{owner or '*'} returned a row of "
+            f"{row.get('user_id')}/{row.get('agent_id')}."
+        )
+    return row
+
+
 def _ts(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat(timespec="seconds")
@@ -285,27 +300,25 @@ class MemoryGateway:
             return cls(settings, memory, encoder)
 
     # -- writes ------------------------------------------------------------------------------
-    def add(self, case_id: str, owner: str, content: str, meta: dict[str, Any]) -> MemoryCard:
+    def add(
+        self, case: CaseSpace, owner: str, content: str, meta: dict[str, Any]
+    ) -> MemoryCard:
+        case_id, uid = _ids(case)
         metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
         metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
         with _LOCK:
-            r = self.memory.add(
-                content,
-                user_id=case_user_id(case_id),
-                agent_id=owner,
-                metadata=metadata,
-                infer=False,
-            )
+            r = self.memory.add(content, user_id=uid, agent_id=owner, metadata=metadata,
+                                infer=False)
         card_id = str(r["results"][0]["id"])
         return self._card(
-            {"id": card_id, "memory": content, "user_id": case_user_id(case_id),
-             "agent_id": owner, "metadata": metadata},
+            {"id": card_id, "memory": content, "user_id": uid, "agent_id": owner,
+             "metadata": metadata},
             case_id,
         )
 
     def add_many(
         self,
-        case_id: str,
+        case: CaseSpace,
         owner: str,
         items: Sequence[tuple[str, dict[str, Any]]],
         batch: int = 256,
@@ -316,15 +329,15 @@ class MemoryGateway:
         it the same way), so search, get, list and delete treat them alike; one ``insert`` per
         batch instead of one per card is what makes seeding a 200-case benchmark cheap.
         """
+        case_id, uid = _ids(case)
         if not items:
             return []
         storage = self.memory.storage
         if not hasattr(storage, "_collection_created"):  # PowerMem creates the table lazily
-            return [self.add(case_id, owner, items[0][0], items[0][1]),
-                    *self.add_many(case_id, owner, items[1:], batch)]
+            return [self.add(case, owner, items[0][0], items[0][1]),
+                    *self.add_many(case, owner, items[1:], batch)]
         from powermem.utils.utils import get_current_datetime, serialize_datetime
 
-        uid = case_user_id(case_id)
         vectors = self.encoder.embed([text for text, _ in items])
         cards: list[MemoryCard] = []
         for start in range(0, len(items), batch):
@@ -353,18 +366,26 @@ class MemoryGateway:
             ]
         return cards
 
-    def delete(self, case_id: str, owner: str, card_id: str) -> bool:
-        """Delete one card, but only if it belongs to this case and owner."""
+    def delete(self, case: CaseSpace, owner: str, card_id: str) -> bool:
+        """Delete one card, but only if it belongs to this case and owner (False: not there)."""
+        _, uid = _ids(case)
         with _LOCK:
-            if self.get(case_id, owner, card_id) is None:
+            if self.get(case, owner, card_id) is None:
                 return False
-            return bool(
-                self.memory.delete(int(card_id), user_id=case_user_id(case_id), agent_id=owner)
-            )
+            return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
 
-    def purge_case(self, case_id: str, max_rounds: int = 100) -> int:
-        """Delete every card of a case and verify none is left (PowerMem's delete_all leaves rows)."""
-        uid = case_user_id(case_id)
+    def delete_or_gone(self, case: CaseSpace, owner: str, card_id: str) -> bool:
+        """True once the card is not in the store any more (deleted now, or already gone)."""
+        with _LOCK:
+            return self.delete(case, owner, card_id) or self.get(case, owner, card_id) is None
+
+    def purge_case(self, case: CaseSpace, max_rounds: int = 100) -> int:
+        """Delete every card of a case namespace and verify none is left (PowerMem's delete_all
+        leaves rows)."""
+        return self.purge_space(_ids(case)[1], max_rounds)
+
+    def purge_space(self, uid: str, max_rounds: int = 100) -> int:
+        """Delete every card stored under one namespace (``user_id``), verified."""
         deleted = 0
         with _LOCK:
             for _ in range(max_rounds):
@@ -372,108 +393,86 @@ class MemoryGateway:
                 if not rows:
                     break
                 for row in rows:
-                    if row.get("user_id") != uid:
-                        raise BoundaryViolation(f"get_all for {uid} returned a row of another case.")
+                    _check_row(row, uid, None, "purge")
                     if self.memory.delete(int(row["id"]), user_id=uid, agent_id=row.get("agent_id")):
                         deleted += 1
-            left = self.count(case_id)
+            left = int(self.memory.count_all(user_id=uid))
         if left:
-            raise BoundaryViolation(f"{left} cards of case {case_id} survived deletion.")
+            raise BoundaryViolation(f"{left} cards of {uid} survived deletion.")
         return deleted
 
     # -- reads -------------------------------------------------------------------------------
     def embed_query(self, text: str) -> tuple[np.ndarray, float]:
+        """Embed a question; returns (unit vector, ms). The ms reach every outward view.
+
+        Never through the encoder's shared cache (``cache=False``): it holds every case's card
+        texts and would hold every question, so a hit (~0.02 ms against ~5 ms) would tell a
+        role that its guess is some other role's card, or that someone already asked this.
+        """
         start = time.perf_counter()
-        vec = self.encoder.embed([text])[0]  # the encoder locks its own cache; PowerMem is idle
+        vec = self.encoder.embed([text], cache=False)[0]
         return vec, (time.perf_counter() - start) * 1000
 
     def search_scope(
-        self, case_id: str, owner: str, vector: np.ndarray, limit: int
+        self, case: CaseSpace, owner: str, vector: np.ndarray, limit: int
     ) -> tuple[list[MemoryCard], float]:
         """Vector search in one owner's space of one case; returns (cards with scores, ms)."""
-        uid = case_user_id(case_id)
+        case_id, uid = _ids(case)
         start = time.perf_counter()
         with _LOCK:
             rows = self.memory.storage.search_memories(
                 query_embedding=vector.tolist(), user_id=uid, agent_id=owner, limit=limit
             )
         ms = (time.perf_counter() - start) * 1000
-        cards = []
-        for row in rows:
-            if row.get("user_id") != uid or row.get("agent_id") != owner:
-                raise BoundaryViolation(
-                    f"A search scoped to {uid}/{owner} returned a row of "
-                    f"{row.get('user_id')}/{row.get('agent_id')}."
-                )
-            cards.append(self._scored(row, case_id))
-        return cards, ms
+        return [self._scored(_check_row(row, uid, owner, "search"), case_id) for row in rows], ms
 
     def search_scopes(
-        self, case_id: str, owners: Sequence[str], vector: np.ndarray, limit_per_scope: int
+        self, case: CaseSpace, owners: Sequence[str], vector: np.ndarray, limit_per_scope: int
     ) -> tuple[dict[str, list[MemoryCard]], float]:
-        """One filtered vector query over several owners' spaces of one case (``agent_id IN``).
+        """Each owner's own top ``limit_per_scope`` cards; returns them and the search's ms.
 
-        Returns each owner's cards (best first, at most ``limit_per_scope``) and the query's ms.
-        Scopes compete for ``limit_per_scope * len(owners)`` rows, so a scope is only cut short
-        when the others hold that many better cards.
+        Every scope gets its own top-k, whatever the others hold: a role with many similar notes
+        of its own must not push a relevant board copy out of the results.
         """
-        uid = case_user_id(case_id)
         wanted = list(dict.fromkeys(owners))
         start = time.perf_counter()
-        with _LOCK:
-            rows = self.memory.storage.search_memories(
-                query_embedding=vector.tolist(),
-                user_id=uid,
-                filters={"agent_id": {"in": wanted}},
-                limit=limit_per_scope * len(wanted),
-            )
-        ms = (time.perf_counter() - start) * 1000
-        out: dict[str, list[MemoryCard]] = {o: [] for o in wanted}
-        for row in rows:
-            owner = row.get("agent_id")
-            if row.get("user_id") != uid or owner not in out:
-                raise BoundaryViolation(
-                    f"A search scoped to {uid}/{wanted} returned a row of "
-                    f"{row.get('user_id')}/{owner}."
-                )
-            if len(out[owner]) < limit_per_scope:
-                out[owner].append(self._scored(row, case_id))
-        return out, ms
+        out = {o: self.search_scope(case, o, vector, limit_per_scope)[0] for o in wanted}
+        return out, (time.perf_counter() - start) * 1000
 
-    def raw_search(self, case_id: str, owner: str, query: str, limit: int) -> list[dict[str, Any]]:
+    def raw_search(
+        self, case: CaseSpace, owner: str, query: str, limit: int
+    ) -> list[dict[str, Any]]:
         """PowerMem's own ``Memory.search``: the benchmark's baseline, not used by the service."""
+        _, uid = _ids(case)
         with _LOCK:
-            return self.memory.search(
-                query, user_id=case_user_id(case_id), agent_id=owner, limit=limit
-            )["results"]
+            return self.memory.search(query, user_id=uid, agent_id=owner, limit=limit)["results"]
 
-    def raw_add(self, case_id: str, owner: str, content: str) -> str:
+    def raw_add(self, case: CaseSpace, owner: str, content: str) -> str:
         """PowerMem's own ``Memory.add``: the benchmark's baseline for publish."""
+        _, uid = _ids(case)
         with _LOCK:
-            r = self.memory.add(content, user_id=case_user_id(case_id), agent_id=owner, infer=False)
+            r = self.memory.add(content, user_id=uid, agent_id=owner, infer=False)
         return str(r["results"][0]["id"])
 
-    def get(self, case_id: str, owner: str, card_id: str) -> MemoryCard | None:
-        try:
-            numeric = int(card_id)
-        except (TypeError, ValueError):
-            return None
-        uid = case_user_id(case_id)
+    def get(self, case: CaseSpace, owner: str, card_id: str) -> MemoryCard | None:
+        case_id, uid = _ids(case)
+        if type(card_id) is not str or not card_id.isascii() or not card_id.isdigit():
+            return None  # ids are decimal integers; anything else names no card
         with _LOCK:
-            row = self.memory.get(numeric, user_id=uid, agent_id=owner)
+            row = self.memory.get(int(card_id), user_id=uid, agent_id=owner)
         if row is None or row.get("user_id") != uid or row.get("agent_id") != owner:
             return None
         return self._card(row, case_id)
 
     def list(
         self,
-        case_id: str,
+        case: CaseSpace,
         owner: str | None = None,
         where: dict[str, Any] | None = None,
         page: int = 500,
     ) -> list[MemoryCard]:
         """All cards of a case (optionally of one owner, optionally matching metadata), oldest first."""
-        uid = case_user_id(case_id)
+        case_id, uid = _ids(case)
         out: list[MemoryCard] = []
         offset = 0
         with _LOCK:
@@ -482,32 +481,45 @@ class MemoryGateway:
                     user_id=uid, agent_id=owner, filters=where or None, limit=page, offset=offset,
                     sort_by="id", order="asc",
                 )["results"]
-                for row in rows:
-                    if row.get("user_id") != uid or (owner and row.get("agent_id") != owner):
-                        raise BoundaryViolation(f"Listing {uid}/{owner} returned a foreign row.")
-                    out.append(self._card(row, case_id))
+                out += [self._card(_check_row(row, uid, owner, "list"), case_id) for row in rows]
                 if len(rows) < page:
                     return out
                 offset += page
 
-    def count(self, case_id: str, owner: str | None = None) -> int:
+    def count(self, case: CaseSpace, owner: str | None = None) -> int:
+        _, uid = _ids(case)
         with _LOCK:
-            return int(self.memory.count_all(user_id=case_user_id(case_id), agent_id=owner))
+            return int(self.memory.count_all(user_id=uid, agent_id=owner))
 
-    def all_case_ids(self) -> Iterable[str]:
-        """Case ids present in the store (for leftover checks)."""
-        seen: set[str] = set()
-        offset = 0
-        with _LOCK:
-            while True:
-                rows = self.memory.get_all(limit=1000, offset=offset)["results"]
-                for row in rows:
-                    uid = str(row.get("user_id") or "")
-                    if uid.startswith("case:"):
-                        seen.add(uid[5:])
-                if len(rows) < 1000:
-                    return sorted(seen)
-                offset += 1000
+    def spaces(self) -> set[str]:
+        """Every namespace (``user_id``) that holds at least one card: one indexed query.
+
+        The service compares them with the ledger on open, so a store whose ledger was lost or
+        replaced is noticed instead of being silently merged into new cases.
+        """
+        from sqlalchemy import text
+
+        engine = _sql_engine(self.memory)
+        if engine is None:  # not an SQL store: page through every row instead
+            seen: set[str] = set()
+            offset = 0
+            with _LOCK:
+                while True:
+                    rows = self.memory.get_all(limit=1000, offset=offset)["results"]
+                    seen |= {str(r.get("user_id") or "") for r in rows}
+                    if len(rows) < 1000:
+                        return seen
+                    offset += 1000
+        with _LOCK, engine.connect() as conn:
+            try:
+                rows = conn.execute(
+                    text(f"SELECT DISTINCT `user_id` FROM `{self.settings.collection}`")
+                ).fetchall()
+            except Exception as exc:  # noqa: BLE001 - no card table yet: nothing stored
+                if "doesn't exist" in str(exc) or "not exist" in str(exc):
+                    return set()
+                raise
+        return {str(r[0] or "") for r in rows}
 
     # -- mapping -----------------------------------------------------------------------------
     @classmethod
