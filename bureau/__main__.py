@@ -1,4 +1,4 @@
-"""Command line: ``python -m bureau demo`` and ``python -m bureau bench``."""
+"""Command line: ``python -m bureau demo``, ``bench`` and ``repair``."""
 
 from __future__ import annotations
 
@@ -25,9 +25,23 @@ def main(argv: list[str] | None = None) -> int:
                        help="folder for bench.json and bench.csv")
     bench.add_argument("--data-dir", type=Path, default=None,
                        help="store to fill (default: a temporary one, removed afterwards)")
+    rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
+    rep.add_argument("--data-dir", type=Path, default=None,
+                     help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
+    rep.add_argument("--adopt", action="store_true",
+                     help="re-register unknown cases whose snapshot survives")
+    rep.add_argument("--purge-unknown", action="store_true",
+                     help="delete the cards of namespaces that stay unknown")
     args = parser.parse_args(argv)
     try:
-        if args.command == "demo":
+        if args.command == "repair":
+            from .repair import repair
+            from .settings import Settings
+
+            extra = {"data_dir": args.data_dir} if args.data_dir else {}
+            print(repair(Settings.from_env(**extra), adopt=args.adopt,
+                         purge_unknown=args.purge_unknown).text())
+        elif args.command == "demo":
             from .demo import run_demo
 
             print(run_demo(keep=args.keep))

@@ -189,7 +189,9 @@ class Bureau:
         All or nothing: if any step fails (snapshot, events, seeding), the ledger row, the
         snapshot and every card written so far are removed again before the error propagates.
         """
-        case_id = clean_case_id(case_id or f"{scenario.id}-{uuid.uuid4().hex[:6]}")
+        if case_id is None:
+            case_id = f"{scenario.id}-{uuid.uuid4().hex[:6]}"
+        case_id = clean_case_id(case_id)
         snapshot = self._snapshot_path(case_id)
         record = self.ledger.add_case(case_id, scenario.id, scenario.title, uuid.uuid4().hex[:12])
         try:

@@ -1,0 +1,131 @@
+"""Repairing a data directory whose ledger and card store disagree.
+
+``Bureau.open`` stops with ``StoreLedgerMismatchError`` when the store holds cards under
+namespaces the ledger has never heard of (the ledger file was lost, replaced by an old copy, or
+moved aside because it was damaged). Guessing would be worse than stopping: merging the cards
+into a new case of the same id leaks them into it, and treating board copies without a record as
+orphans deletes real publications. This module says what it found and repairs only on request:
+
+* ``python -m bureau repair`` — report: live cases, retired namespaces, unknown namespaces;
+* ``--adopt`` — re-register each unknown namespace whose case snapshot (``cases/<id>.json``)
+  survives, with its original token and epoch, and rebuild a ready publish record for every board
+  copy whose source card is still in the case (a damaged ledger is first moved aside, never
+  deleted);
+* ``--purge-unknown`` — delete the cards of namespaces that are still unknown (after adoption,
+  if both are given).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from .errors import BureauError, LedgerDamagedError
+from .gateway import MemoryGateway
+from .ledger import BaseLedger, open_ledger, parse_store_id
+from .model import BOARD, CaseSpace
+from .scenario import parse_scenario
+from .settings import Settings
+
+
+@dataclass
+class RepairReport:
+    live: list[str] = field(default_factory=list)
+    retired_with_cards: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
+    publications_restored: int = 0
+    not_adoptable: dict[str, str] = field(default_factory=dict)
+    purged: dict[str, int] = field(default_factory=dict)
+    ledger_moved_to: str | None = None
+
+    def text(self) -> str:
+        lines = [
+            f"live cases in the ledger: {len(self.live)}",
+            f"retired namespaces still holding cards (swept on open): {len(self.retired_with_cards)}",
+            f"unknown namespaces (cards the ledger does not know): {len(self.unknown)}",
+        ]
+        lines += [f"  {s}" for s in self.unknown[:20]]
+        if self.ledger_moved_to:
+            lines.append(f"damaged ledger moved aside to {self.ledger_moved_to}")
+        if self.adopted:
+            lines.append(f"adopted: {', '.join(self.adopted)} "
+                         f"({self.publications_restored} publish records rebuilt)")
+        lines += [f"not adoptable: {s}: {why}" for s, why in self.not_adoptable.items()]
+        lines += [f"purged {n} cards of {s}" for s, n in self.purged.items()]
+        if self.unknown and not (self.adopted or self.purged):
+            lines.append("nothing changed; rerun with --adopt and/or --purge-unknown")
+        return "\n".join(lines)
+
+
+def _ledger(settings: Settings, move_damaged: bool) -> tuple[BaseLedger, str | None]:
+    try:
+        return open_ledger(settings), None
+    except LedgerDamagedError:
+        if not move_damaged or settings.store != "embedded":
+            raise
+        path = settings.ledger_path
+        aside = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+        path.rename(aside)
+        for extra in ("-wal", "-shm"):
+            side = path.with_name(path.name + extra)
+            if side.exists():
+                side.rename(aside.with_name(aside.name + extra))
+        return open_ledger(settings), str(aside)
+
+
+def repair(
+    settings: Settings | None = None, *, adopt: bool = False, purge_unknown: bool = False
+) -> RepairReport:
+    """Compare store and ledger; optionally adopt and/or purge unknown namespaces."""
+    settings = settings or Settings.from_env()
+    gateway = MemoryGateway.open(settings)
+    ledger, moved = _ledger(settings, move_damaged=adopt)
+    report = RepairReport(ledger_moved_to=moved)
+    stored = gateway.spaces()
+    retired = ledger.retired_spaces()
+    records = {r.case_id: r for r in ledger.list_cases()}
+    live = {r.space.store_id for r in records.values()}
+    report.live = sorted(records)
+    report.retired_with_cards = sorted((stored & retired) - live)
+    report.unknown = sorted(stored - retired - live)
+    still_unknown = list(report.unknown)
+    if adopt:
+        for store_id in report.unknown:
+            why = _adopt(settings, gateway, ledger, store_id, records, report)
+            if why:
+                report.not_adoptable[store_id] = why
+            else:
+                still_unknown.remove(store_id)
+    if purge_unknown:
+        for store_id in still_unknown:
+            report.purged[store_id] = gateway.purge_space(store_id)
+    return report
+
+
+def _adopt(settings: Settings, gateway: MemoryGateway, ledger: BaseLedger, store_id: str,
+           records: dict, report: RepairReport) -> str | None:
+    parsed = parse_store_id(store_id)
+    if parsed is None:
+        return "not a namespace the bureau writes"
+    case_id, token, epoch = parsed
+    if case_id in records:
+        return f"the ledger already has a live case {case_id!r} (another incarnation)"
+    snapshot = settings.data_dir / "cases" / f"{case_id}.json"
+    try:
+        scenario = parse_scenario(json.loads(snapshot.read_text(encoding="utf-8")),
+                                  source=snapshot)
+    except (OSError, ValueError, RecursionError, BureauError) as exc:
+        return f"its snapshot {snapshot} is missing or unreadable ({type(exc).__name__})"
+    record = ledger.add_case(case_id, scenario.id, scenario.title, token, epoch)
+    records[case_id] = record
+    space = CaseSpace(case_id, store_id)
+    for copy in gateway.list(space, BOARD):
+        source_role = next((r for r in scenario.role_names
+                            if copy.source_id and gateway.get(space, r, copy.source_id)), None)
+        if source_role and ledger.publication(case_id, copy.source_id or "") is None:
+            ledger.restore_publication(case_id, copy.source_id or "", source_role, copy.id)
+            report.publications_restored += 1
+    report.adopted.append(case_id)
+    return None
