@@ -1,0 +1,64 @@
+"""Every scope gets its own top-k (issue 9, item 7), and the fast path returns exactly that."""
+
+from __future__ import annotations
+
+import pytest
+
+from bureau.model import BOARD
+
+Q = "What is the combination of the safe in the study?"
+
+
+def test_own_similar_notes_do_not_push_a_relevant_board_copy_out(bureau, case):
+    # Twelve of the detective's own notes, each closer to the question than anything else.
+    for n in range(12):
+        case.whisper("detective", f"Note {n}: I still do not know the combination of the safe "
+                                  f"in the study; attempt {n} failed.")
+    copy = case.publish("informant", case.seed_card("safe-code").id)
+    trace = case.retrieve("detective", Q)
+    board = next(s for s in trace.scopes if s.scope == BOARD)
+    assert [c.id for c in board.hits] == [copy.id]
+    assert board.hits[0].score >= trace.threshold
+    assert BOARD not in trace.misses
+    own = next(s for s in trace.scopes if s.scope == "detective")
+    assert len(own.hits) + len(own.below_threshold) == bureau.settings.search_limit
+    answer = case.interrogate("detective", Q)  # the copy is evidence the responder was handed
+    assert answer.known and copy.id in [c.id for c in answer.trace.hits]
+
+
+def test_the_xray_never_calls_a_scope_with_cards_empty(case):
+    case.publish("informant", case.seed_card("safe-code").id)
+    for role in case.role_names:
+        trace = case.retrieve(role, "Who is the victim's lawyer?")  # nobody knows
+        for scope in trace.scopes:
+            stored = len(case.cards(role)) if scope.scope == role else 1
+            if scope.scope == role:
+                stored -= 1  # cards(role) lists the board copy too
+            if stored:
+                assert scope.hits or scope.below_threshold, (role, scope.scope)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 5, 20])
+def test_one_statement_equals_powermems_search_per_scope(bureau, limit):
+    cases = [bureau.load_scenario("safe-combination") for _ in range(3)]
+    try:
+        for n, c in enumerate(cases):
+            for i in range(8):
+                c.whisper("detective", f"Case {n} note {i}: a grey raincoat seen near the "
+                                       f"{['garden', 'cellar', 'attic', 'study'][i % 4]}.")
+            c.publish("informant", c.seed_card("safe-code").id)
+            c.publish("detective", c.seed_card("cctv").id)
+        gw = bureau.gateway
+        for c in cases:
+            for question in (Q, "Who wore a grey raincoat?", "Where is the attic?"):
+                vector, _ = gw.embed_query(question)
+                owners = ["detective", BOARD, "suspect"]
+                fast, _ = gw.search_scopes(c.space, owners, vector, limit)
+                for owner in owners:
+                    slow, _ = gw.search_scope(c.space, owner, vector, limit)
+                    assert [(x.id, x.score, x.owner, x.content) for x in fast[owner]] == \
+                           [(x.id, x.score, x.owner, x.content) for x in slow], (question, owner)
+                    assert all(x.case_id == c.id for x in fast[owner])
+    finally:
+        for c in cases:
+            bureau.delete_case(c.id)
