@@ -16,6 +16,7 @@ PowerMem. The gateway's job is to make the storage's sharp edges impossible to h
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -53,15 +54,25 @@ def _ids(case: CaseSpace) -> tuple[str, str]:
 
 
 def _make_encoder(settings: Settings) -> Encoder:
+    """The encoder ``settings.embedder`` names. The network one only when named exactly:
+    anything else is refused (Settings validates too; this guards a bypassed Settings)."""
+    from .settings import EMBEDDERS, keep_libraries_offline
+
+    keep_libraries_offline()  # before onnxruntime can be imported (MiniLM, pyseekdb)
     if settings.embedder == "minilm":
         return shared_minilm()
     if settings.embedder == "hash":
         return HashEncoder()
-    return OpenAICompatibleEncoder(
-        settings.embedding_model,
-        settings.embedding_dims,
-        settings.embedding_base_url,
-        settings.embedding_api_key_env,
+    if settings.embedder == "openai":
+        return OpenAICompatibleEncoder(
+            settings.embedding_model,
+            settings.embedding_dims,
+            settings.embedding_base_url,
+            settings.embedding_api_key_env,
+        )
+    raise ConfigurationError(
+        f"embedder={settings.embedder!r} is not a known choice.",
+        f"Valid values: {', '.join(repr(e) for e in EMBEDDERS)}.",
     )
 
 
@@ -73,9 +84,16 @@ def _store_key(settings: Settings) -> str:
 
 
 def _import_powermem(settings: Settings) -> Any:
-    """Import PowerMem with logging pointed into the data directory and no .env lookup."""
-    logs = settings.data_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    """Import PowerMem with logging pointed into the data directory, no .env lookup and no
+    network fallback: nothing PowerMem or seekdb would do on their own may leave the machine."""
+    from .fsutil import private_dir, silence_seekdb_telemetry
+    from .settings import keep_libraries_offline
+
+    keep_libraries_offline()
+    logs = private_dir(settings.data_dir / "logs")
+    if settings.store == "embedded":
+        private_dir(settings.seekdb_path)  # seekdb's data, logs and socket: owner-only folder
+        silence_seekdb_telemetry(settings.seekdb_path)
     # PowerMem reads these at import time; the defaults write ./logs/powermem.log at DEBUG.
     os.environ["LOGGING_FILE"] = str(logs / "powermem.log")
     os.environ["LOGGING_LEVEL"] = "WARNING"
@@ -85,18 +103,35 @@ def _import_powermem(settings: Settings) -> Any:
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
     import powermem
+    import powermem.config_loader as pm_config_loader
+    import powermem.core.memory as pm_memory
     import powermem.settings as pm_settings
     from pydantic_settings import BaseSettings
     from pyobvector.client.ob_client import ObClient
 
-    # Never read a .env that happens to lie in the cwd or any parent directory.
+    # Never read a .env that happens to lie in the cwd or any parent directory. PowerMem binds
+    # the path it found at import three times: the module global (settings.py:29), the default
+    # of settings_config() (settings.py:36, used by every settings class and by any built
+    # later), and config_loader's own copy (config_loader.py:20), which
+    # _load_dotenv_if_available() (config_loader.py:24-44, called by load_config_from_env)
+    # loads into os.environ -- along with any file $POWERMEM_ENV_FILE names.
     pm_settings._DEFAULT_ENV_FILE = None
+    defaults = pm_settings.settings_config.__defaults__
+    if defaults and len(defaults) == 4:  # (env_prefix, extra, arbitrary_types_allowed, env_file)
+        pm_settings.settings_config.__defaults__ = (*defaults[:3], None)
+    pm_config_loader._DEFAULT_ENV_FILE = None
+    pm_config_loader._load_dotenv_if_available = lambda: None
     todo = list(BaseSettings.__subclasses__())
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
         if cls.__module__.startswith("powermem"):
             cls.model_config["env_file"] = None
+    # When embedded seekdb reports a lock, Memory() asks $POWERMEM_API_URL (or
+    # $POWERMEM_BASE_URL, else http://localhost:8848) for /system/health and, if it answers,
+    # sends every later add/search/get/delete there over HTTP (core/memory.py:122-147, used
+    # at :624-638). The bureau's store is the one it opened or none: the lock error surfaces.
+    pm_memory._HTTPMemoryClient.from_env_if_healthy = classmethod(lambda cls: None)
     # Embedded seekdb rebuilds the whole vector index after every upsert (10-14 s per update);
     # new rows are visible to filtered searches without it.
     ObClient._flush_seekdb_index = lambda self: None
@@ -237,6 +272,139 @@ def _index_cases(memory: Any, table: str) -> None:
         conn.commit()
 
 
+# -- disk footprint (embedded seekdb) -------------------------------------------------------------
+_SEEKDB_LOG_PARAMETERS = (("syslog_level", "WARN"), ("max_syslog_file_count", "1"))
+"""seekdb parameters set on every embedded open (read back first, written only when different).
+
+seekdb's own level is EDIAG, i.e. every INFO line: 11-28 MB per ``python -m bureau demo``.
+WARN keeps warnings and errors. seekdb restarts at EDIAG whatever was set (the file count is
+kept), hence every open. One rotated file at most instead of two (256 MB each)."""
+_SEEKDB_LOG_TRIM_AT = 4 * 2**20
+_SEEKDB_LOG_KEEP = 2**20
+"""An open cuts ``seekdb.log`` beyond 4 MiB to its last MiB, plus up to a MiB of the newest
+WARN and ERROR lines from the part it drops (the previous sessions' problems stay readable)."""
+
+
+def _bound_disk_footprint(memory: Any, settings: Settings) -> None:
+    """Keep an embedded store's data directory small, and flat however often it is reopened.
+
+    Measured on a fresh store (``du -sb``): 178 MB, of which 134 MB redo and 34 MB data file,
+    both preallocated and then stable, and 10 MB of ``seekdb/log``. The log was what grew:
+    11-90 MB per reopen or demo, up to ~770 MB before seekdb's own rotation caps it. Two
+    sources, two measures:
+
+    * **while the store is open** seekdb logs every INFO line: set WARN for the life of the
+      process (see :data:`_SEEKDB_LOG_PARAMETERS`); a demo then adds ~0.1 MB, not 11-28 MB.
+    * **while seekdb starts**, before any SQL can run, it logs at its default level, and a small
+      store replays all redo since it was created (seekdb checkpoints under memory pressure
+      only), logging the replay: 6-90 MB per start. pylibseekdb starts seekdb with fixed
+      arguments and an empty environment, so no option reaches that phase; the log is cut
+      here, right after, to its last lines and its warnings (:func:`_trim_seekdb_log`).
+
+    Not done: a checkpoint (``ALTER SYSTEM MINOR FREEZE``) per open would shorten the replay,
+    but dumping a demo's cards grew the data file from 32 to 64 MiB (measured), more than the
+    log it saves on disk.
+
+    A server store (``settings.store == "server"``) is someone else's: nothing is changed there.
+    Never fails the open: a parameter a future seekdb refuses is logged and skipped.
+    """
+    if settings.store != "embedded":
+        return
+    engine = _sql_engine(memory)
+    if engine is not None:
+        _quiet_embedded_seekdb(engine)
+    _trim_seekdb_log(settings.seekdb_path / "log")
+
+
+def _quiet_embedded_seekdb(engine: Any) -> None:
+    """Set :data:`_SEEKDB_LOG_PARAMETERS` where seekdb holds other values."""
+    from sqlalchemy import text
+
+    with _LOCK, engine.connect() as conn:
+        for name, value in _SEEKDB_LOG_PARAMETERS:
+            try:
+                # SHOW PARAMETERS row: zone, name, data_type, value, ... (columns are unnamed)
+                rows = conn.execute(text(f"SHOW PARAMETERS LIKE '{name}'")).fetchall()
+                if rows and str(rows[0][3]).upper() == value.upper():
+                    continue
+                literal = value if value.isdigit() else f"'{value}'"
+                conn.execute(text(f"ALTER SYSTEM SET {name} = {literal}"))
+            except Exception as exc:  # noqa: BLE001 - a smaller footprint is not worth an error
+                log.warning("embedded seekdb: could not set %s=%s (%s)", name, value, exc)
+        conn.commit()
+
+
+def _trim_seekdb_log(log_dir: str | os.PathLike[str]) -> None:
+    """Delete rotated seekdb logs and cut ``seekdb.log`` back to its tail when it is large.
+
+    Safe while seekdb runs: rotated files (``seekdb.log.<timestamp>``) are closed, and seekdb
+    holds ``seekdb.log`` with ``O_APPEND`` (``/proc/<pid>/fdinfo`` flags 02102001), so after the
+    cut its next line lands at the new end instead of leaving a hole. Only lines seekdb writes
+    in the instant between reading the tail and the cut are lost; at WARN there are few.
+    """
+    import re
+    from pathlib import Path
+
+    log_dir = Path(log_dir)
+    if not log_dir.is_dir():
+        return
+    for path in log_dir.iterdir():
+        if re.search(r"\.log(\.wf)?\.\d{8,}$", path.name):
+            path.unlink(missing_ok=True)
+    active = log_dir / "seekdb.log"
+    try:
+        size = active.stat().st_size
+        if size <= _SEEKDB_LOG_TRIM_AT:
+            return
+        with open(active, "r+b") as f:
+            f.seek(size - _SEEKDB_LOG_KEEP)
+            f.readline()  # cut at a line start
+            cut = f.tell()
+            kept = _problem_lines(f, cut)
+            f.seek(cut)
+            tail = f.read()  # up to seekdb's latest line
+            f.truncate(0)
+        note = f"[bureau] cut {cut - len(kept)} bytes of older seekdb log (kept WARN/ERROR)\n"
+        with open(active, "ab") as f:
+            f.write(note.encode() + kept + tail)
+    except OSError as exc:
+        log.warning("could not trim %s (%s)", active, exc)
+
+
+def _problem_lines(f: Any, end: int) -> bytes:
+    """The newest MiB of WARN and ERROR lines in ``f`` before ``end``, read in 8 MiB chunks.
+
+    ``bytes.find`` for the level markers, not a line regex: 200 MB of trace took 0.7 s instead
+    of 3.3 s (such lines are rare; INFO is almost everything).
+    """
+    found: list[tuple[int, bytes]] = []
+    carry = b""
+    f.seek(0)
+    pos = 0
+    while pos < end:
+        chunk = f.read(min(8 * 2**20, end - pos))
+        if not chunk:
+            break
+        pos += len(chunk)
+        data = carry + chunk
+        whole = data.rfind(b"\n") + 1
+        data, carry = data[:whole], data[whole:]
+        base = pos - len(carry) - len(data)
+        for marker in (b"] WARN ", b"] ERROR "):
+            i = data.find(marker)
+            while i != -1:
+                start = data.rfind(b"\n", 0, i) + 1
+                stop = data.find(b"\n", i) + 1
+                if data.startswith(b"[", start) and data.find(b"] ", start) == i:  # the level
+                    found.append((base + start, data[start:stop]))
+                i = data.find(marker, stop)
+    kept = b"".join(line for _, line in sorted(found))
+    if len(kept) > _SEEKDB_LOG_KEEP:
+        kept = kept[-_SEEKDB_LOG_KEEP:]
+        kept = kept[kept.find(b"\n") + 1 :]
+    return kept
+
+
 def _check_row(row: dict[str, Any], uid: str, owner: str | None, what: str) -> dict[str, Any]:
     """A row the store returned must lie in the scope that was asked for: a filter bug surfaces
     as ``BoundaryViolation``, never as a quiet leak. (The one copy of this check.)"""
@@ -283,7 +451,9 @@ class MemoryGateway:
                         "using the first one."
                     )
                 return cls(settings, _OPEN["memory"], _OPEN["encoder"])
-            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            from .fsutil import private_data_dir
+
+            private_data_dir(settings.data_dir)  # 0700: cards, ledger and logs are private text
             if not os.access(settings.data_dir, os.W_OK):
                 raise ConfigurationError(
                     f"The data directory {settings.data_dir} is not writable.",
@@ -292,10 +462,14 @@ class MemoryGateway:
             encoder = _make_encoder(settings)
             _ACTIVE_ENCODER = encoder
             powermem = _import_powermem(settings)
-            memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
+            from .fsutil import private_umask
+
+            with private_umask():  # seekdb's server keeps the umask it starts with: 0600 files
+                memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
             if settings.store == "embedded":
                 _keep_one_connection(memory)
             _index_cases(memory, settings.collection)
+            _bound_disk_footprint(memory, settings)
             _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
             return cls(settings, memory, encoder)
 
@@ -408,9 +582,18 @@ class MemoryGateway:
         Never through the encoder's shared cache (``cache=False``): it holds every case's card
         texts and would hold every question, so a hit (~0.02 ms against ~5 ms) would tell a
         role that its guess is some other role's card, or that someone already asked this.
+
+        And never the same vector twice: seekdb answers an exactly repeated search statement
+        ~9 % faster, and the board's search is the same statement for every role of a case, so
+        a role could tell that another one had asked the very same question (measured: 239 of
+        300 repeats faster; 151 of 300 after this). Scaling each component by a random factor
+        within 1 ± 2⁻²¹ (a few float32 ulps) makes every query new to the store and moves a
+        cosine by less than 1e-6.
         """
         start = time.perf_counter()
         vec = self.encoder.embed([text], cache=False)[0]
+        jitter = np.random.default_rng().uniform(-(2.0**-21), 2.0**-21, vec.shape)
+        vec = (vec * (1.0 + jitter)).astype(np.float32)
         return vec, (time.perf_counter() - start) * 1000
 
     def search_scope(
@@ -432,12 +615,61 @@ class MemoryGateway:
         """Each owner's own top ``limit_per_scope`` cards; returns them and the search's ms.
 
         Every scope gets its own top-k, whatever the others hold: a role with many similar notes
-        of its own must not push a relevant board copy out of the results.
+        of its own must not push a relevant board copy out of the results (one filtered query
+        with ``agent_id IN (...)`` and a shared limit did exactly that).
+
+        Speed without changing the answer: one SQL statement holds one sub-query per scope --
+        each exactly the query PowerMem's own search sends (same filter, same distance, same
+        ``APPROXIMATE LIMIT``) -- joined by ``UNION ALL``. That is one round trip instead of one
+        per scope, and it skips PowerMem's per-call query building (about 4 ms a search). The
+        tests compare it card for card with PowerMem's per-scope search.
         """
+        case_id, uid = _ids(case)
         wanted = list(dict.fromkeys(owners))
+        k = int(limit_per_scope)
+        engine = _sql_engine(self.memory)
+        if engine is None:  # not an SQL store: one PowerMem search per scope
+            start = time.perf_counter()
+            found = {o: self.search_scope(case, o, vector, k)[0] for o in wanted}
+            return found, (time.perf_counter() - start) * 1000
+        from sqlalchemy import text
+
+        vs = self.memory.storage.vector_store
+        cols = [vs.text_field, vs.metadata_field, vs.primary_field, "user_id", "agent_id",
+                "created_at"]
+        # The vector literal exactly as pyobvector writes it, so distances are identical.
+        lit = "[" + ",".join(str(np.float32(v)) for v in vector.tolist()) + "]"
+        inner = ", ".join(f"`{c}`" for c in cols)
+        parts = [
+            f"(SELECT {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
+            f" FROM `{vs.collection_name}` WHERE `user_id` = :uid AND `agent_id` = :a{i}"
+            f" ORDER BY cosine_distance(`{vs.vector_field}`, '{lit}') APPROXIMATE LIMIT {k})"
+            for i in range(len(wanted))
+        ]
+        # Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
+        # names its columns itself: select them again, by position, from the union.
+        sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
+               + " UNION ALL ".join(parts) + ") AS u")
+        params = {"uid": uid, **{f"a{i}": o for i, o in enumerate(wanted)}}
         start = time.perf_counter()
-        out = {o: self.search_scope(case, o, vector, limit_per_scope)[0] for o in wanted}
-        return out, (time.perf_counter() - start) * 1000
+        with _LOCK, engine.connect() as conn:
+            rows = conn.execute(text(sql), params).fetchall()
+        ms = (time.perf_counter() - start) * 1000
+        out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
+        for content, meta, row_id, row_uid, owner, created, dist in rows:
+            if owner not in out:
+                raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
+                                        f"{row_uid}/{owner}.")
+            row = _check_row({
+                "id": row_id, "memory": content, "user_id": row_uid, "agent_id": owner,
+                "metadata": json.loads(meta) if isinstance(meta, str | bytes) else (meta or {}),
+                "created_at": created,
+                # PowerMem's similarity for cosine distance d, so _scored reads both paths alike
+                "score": max(0.0, 1.0 - float(dist) / 2.0),
+            }, uid, owner, "search")
+            out[owner].append((float(dist), self._scored(row, case_id)))
+        found = {o: [c for _, c in sorted(hits, key=lambda h: h[0])][:k] for o, hits in out.items()}
+        return found, ms
 
     def raw_search(
         self, case: CaseSpace, owner: str, query: str, limit: int

@@ -518,7 +518,10 @@ class Ledger(BaseLedger):
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from .fsutil import private_file
+
+        # Owner-only before SQLite opens it: the -wal/-shm files it creates take this mode.
+        private_file(self.path, companions=("-wal", "-shm"))
         db = sqlite3.connect(self.path, timeout=30)
         try:
             db.execute("PRAGMA busy_timeout=30000")

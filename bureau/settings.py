@@ -1,24 +1,164 @@
-"""Every setting explicit, with offline defaults.
+"""Every setting explicit, validated, with offline defaults.
 
 PowerMem fills any field it is not given from environment variables and stray ``.env`` files
 (walking up parent directories). Bureau therefore builds a complete configuration itself, reads
 only its own ``BUREAU_*`` variables, and never loads a ``.env``.
+
+Nothing leaves the machine unless a setting asks for it by name: an unknown choice (a typo such
+as ``BUREAU_EMBEDDER=MiniLM``) is refused with the list of valid values instead of falling
+through to some default, because the one non-default embedder sends card texts to a network
+endpoint. Numbers are checked as strictly (``nan`` compares false with everything, so a
+``nan`` threshold would silently disable a range check further down).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
-from dataclasses import dataclass, field, replace
+import re
+import sys
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
 from .errors import ConfigurationError
+
+STORES = ("embedded", "server")
+EMBEDDERS = ("minilm", "openai", "hash")
+"""``openai`` is the only one that uses a network; it must be named exactly to be chosen."""
+RESPONDERS = ("evidence", "llm")
+
+_COLLECTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""The collection is PowerMem's table name and lands in SQL text: a plain identifier only."""
+
+OFFLINE_ENV = {"ORT_DISABLE_TELEMETRY": "1"}
+"""onnxruntime (>= 1.2x on Linux too) otherwise starts a telemetry uploader at import that sends
+to mobile.events.data.microsoft.com and keeps a device id under ``~/.cache/Microsoft``. The
+switch only works if set before onnxruntime is first imported, hence at bureau import time."""
+
+
+def keep_libraries_offline() -> None:
+    """Switch off the telemetry of libraries the bureau loads (called at import and on open).
+
+    Set unconditionally: the bureau's promise is that nothing leaves the machine unless one of
+    *its* settings asks for it, whatever the inherited environment says.
+    """
+    os.environ.update(OFFLINE_ENV)
+    ort = sys.modules.get("onnxruntime")
+    disable = getattr(ort, "disable_telemetry_events", None)
+    if callable(disable):  # imported before the bureau: stop what can still be stopped
+        disable()
+
+
+keep_libraries_offline()
 
 
 def default_data_dir() -> Path:
     """Per-user, outside any repository or working directory, shared by every lesson."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "bureau"
+
+
+# -- validators: each returns the normalised value or raises ConfigurationError naming `label` --
+def _choice(value: object, valid: tuple[str, ...], label: str) -> str:
+    if isinstance(value, str) and value in valid:
+        return value
+    listed = ", ".join(repr(v) for v in valid)
+    hint = f"Valid values: {listed}."
+    if isinstance(value, str) and value.strip().lower() in valid:
+        hint = f"Did you mean {value.strip().lower()!r}? Values are exact (lower case). {hint}"
+    raise ConfigurationError(f"{label}={value!r} is not a known choice.", hint)
+
+
+def _real(value: object, label: str) -> float:
+    """A finite real number (not a bool: ``True`` is 1 to Python, never to a user)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigurationError(f"{label} must be a number, not {value!r}.")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ConfigurationError(f"{label} must be a finite number, not {value!r}.")
+    return x
+
+
+def _fraction(value: object, label: str) -> float:
+    x = _real(value, label)
+    if not 0.0 < x < 1.0:
+        raise ConfigurationError(f"{label} must lie strictly between 0 and 1, not {value!r}.")
+    return x
+
+
+def _positive(value: object, label: str) -> float:
+    x = _real(value, label)
+    if x <= 0:
+        raise ConfigurationError(f"{label} must be greater than 0, not {value!r}.")
+    return x
+
+
+def _integer(value: object, lo: int, hi: int, label: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigurationError(f"{label} must be a whole number, not {value!r}.")
+    n = int(value)
+    if not lo <= n <= hi:
+        raise ConfigurationError(f"{label} must lie between {lo} and {hi}, not {n}.")
+    return n
+
+
+def _flag(value: object, label: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{label} must be True or False, not {value!r}.")
+    return value
+
+
+def _text(value: object, label: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str) or "\x00" in value or (not empty and not value.strip()):
+        what = "a string" if empty else "a non-empty string"
+        raise ConfigurationError(f"{label} must be {what}, not {value!r}.")
+    return value
+
+
+def _url(value: object, label: str) -> str | None:
+    if value is None:
+        return None
+    url = _text(value, label)
+    if not re.match(r"https?://[^\s/]+", url):
+        raise ConfigurationError(
+            f"{label}={value!r} is not an http(s) URL.", "Write it as http(s)://host[:port]/path."
+        )
+    return url
+
+
+def _data_dir(value: object, label: str) -> Path:
+    if not isinstance(value, str | os.PathLike) or not str(value).strip():
+        raise ConfigurationError(f"{label} must be a folder path, not {value!r}.")
+    path = Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+    probe = path  # the folder itself or, if it does not exist yet, its nearest existing parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ConfigurationError(
+            f"{label}: {probe} is a file, so {path} cannot be the data directory.",
+            "Pass Bureau.open(data_dir=...) or set BUREAU_DATA_DIR to a folder.",
+        )
+    return path
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)  # frozen dataclasses: normalise in __post_init__
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]  # type: ignore[arg-type]
+
+
+def _check_keys(cls: type, keys: object) -> None:
+    """Unknown keyword → ConfigurationError (a dataclass would raise a bare TypeError)."""
+    valid = _field_names(cls)
+    unknown = sorted(k for k in keys if k not in valid)  # type: ignore[attr-defined]
+    if unknown:
+        raise ConfigurationError(
+            f"Unknown setting(s) {', '.join(unknown)}.", f"Valid settings: {', '.join(valid)}."
+        )
 
 
 @dataclass(frozen=True)
@@ -28,8 +168,20 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 2881
     user: str = "root"
-    password: str = ""
+    password: str = field(default="", repr=False)
+    """Kept out of ``repr``: settings get printed in notebooks, logs and error reports."""
     db_name: str = "test"
+
+    def __post_init__(self) -> None:
+        host = _text(self.host, "server.host")
+        if any(c.isspace() for c in host):
+            raise ConfigurationError(f"server.host={host!r} contains whitespace.")
+        _set(self, "port", _integer(self.port, 1, 65535, "server.port"))
+        _text(self.user, "server.user")
+        _text(self.password, "server.password", empty=True)
+        db = _text(self.db_name, "server.db_name")
+        if any(c in db for c in "`'\"\\;") or any(c.isspace() for c in db):
+            raise ConfigurationError(f"server.db_name={db!r} is not a plain database name.")
 
 
 @dataclass(frozen=True)
@@ -39,6 +191,11 @@ class LLMSettings:
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+
+    def __post_init__(self) -> None:
+        _text(self.model, "llm.model")
+        _url(self.base_url, "llm.base_url")
+        _text(self.api_key_env, "llm.api_key_env")
 
 
 @dataclass(frozen=True)
@@ -65,12 +222,29 @@ class Settings:
     """A pending publish older than this (or whose process is gone) may be taken over."""
 
     def __post_init__(self) -> None:
-        data_dir = Path(os.path.abspath(os.path.expanduser(str(self.data_dir))))
-        object.__setattr__(self, "data_dir", data_dir)
-        if not 0.0 < self.relevance_threshold < 1.0:
-            raise ConfigurationError("relevance_threshold must lie between 0 and 1.")
-        if not 1 <= self.search_limit <= 100:
-            raise ConfigurationError("search_limit must lie between 1 and 100.")
+        """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
+        _set(self, "data_dir", _data_dir(self.data_dir, "data_dir"))
+        _choice(self.store, STORES, "store")
+        if not isinstance(self.server, ServerSettings):
+            raise ConfigurationError(f"server must be a ServerSettings, not {self.server!r}.")
+        if not isinstance(self.collection, str) or not _COLLECTION.fullmatch(self.collection):
+            raise ConfigurationError(
+                f"collection={self.collection!r} is not a plain identifier.",
+                "Use letters, digits and underscores (at most 64, not starting with a digit).",
+            )
+        _choice(self.embedder, EMBEDDERS, "embedder")
+        _text(self.embedding_model, "embedding_model")
+        _set(self, "embedding_dims", _integer(self.embedding_dims, 1, 65536, "embedding_dims"))
+        _url(self.embedding_base_url, "embedding_base_url")
+        _text(self.embedding_api_key_env, "embedding_api_key_env")
+        threshold = _fraction(self.relevance_threshold, "relevance_threshold")
+        _set(self, "relevance_threshold", threshold)
+        _set(self, "search_limit", _integer(self.search_limit, 1, 100, "search_limit"))
+        _flag(self.query_per_scope, "query_per_scope")
+        _choice(self.responder, RESPONDERS, "responder")
+        if self.llm is not None and not isinstance(self.llm, LLMSettings):
+            raise ConfigurationError(f"llm must be an LLMSettings or None, not {self.llm!r}.")
+        _set(self, "publish_lease_s", _positive(self.publish_lease_s, "publish_lease_s"))
         if self.embedder == "minilm" and self.embedding_dims != 384:
             raise ConfigurationError("MiniLM vectors have 384 dimensions; set embedding_dims=384.")
         if self.responder == "llm" and self.llm is None:
@@ -80,19 +254,28 @@ class Settings:
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
-        """Defaults, then ``BUREAU_*`` environment variables, then explicit keyword overrides."""
+        """Defaults, then ``BUREAU_*`` environment variables, then explicit keyword overrides.
+
+        A bad variable is reported by its own name (``BUREAU_THRESHOLD='abc' is not a number``),
+        so the reader knows which line of their shell setup to fix.
+        """
+        _check_keys(cls, overrides)
         env: dict[str, object] = {}
         if v := os.environ.get("BUREAU_DATA_DIR"):
-            env["data_dir"] = Path(v)
+            env["data_dir"] = _data_dir(v, "BUREAU_DATA_DIR")
         if v := os.environ.get("BUREAU_EMBEDDER"):
-            env["embedder"] = v
+            env["embedder"] = _choice(v, EMBEDDERS, "BUREAU_EMBEDDER")
         if v := os.environ.get("BUREAU_THRESHOLD"):
-            env["relevance_threshold"] = float(v)
+            threshold = _env_number(v, "BUREAU_THRESHOLD")
+            env["relevance_threshold"] = _fraction(threshold, "BUREAU_THRESHOLD")
+        port = 2881
+        if v := os.environ.get("BUREAU_SEEKDB_PORT"):  # checked even without a host: a typo
+            port = _integer(_env_int(v, "BUREAU_SEEKDB_PORT"), 1, 65535, "BUREAU_SEEKDB_PORT")
         if v := os.environ.get("BUREAU_SEEKDB_HOST"):
             env["store"] = "server"
             env["server"] = ServerSettings(
                 host=v,
-                port=int(os.environ.get("BUREAU_SEEKDB_PORT", "2881")),
+                port=port,
                 user=os.environ.get("BUREAU_SEEKDB_USER", "root"),
                 password=os.environ.get("BUREAU_SEEKDB_PASSWORD", ""),
                 db_name=os.environ.get("BUREAU_SEEKDB_DB", "test"),
@@ -101,13 +284,15 @@ class Settings:
             env["responder"] = "llm"
             env["llm"] = LLMSettings(
                 model=v,
-                base_url=os.environ.get("BUREAU_LLM_BASE_URL") or None,
+                base_url=_url(os.environ.get("BUREAU_LLM_BASE_URL") or None,
+                              "BUREAU_LLM_BASE_URL"),
                 api_key_env=os.environ.get("BUREAU_LLM_KEY_ENV", "OPENAI_API_KEY"),
             )
         env.update(overrides)
         return cls(**env)  # type: ignore[arg-type]
 
     def with_(self, **changes: object) -> Settings:
+        _check_keys(type(self), changes)
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @property
@@ -117,3 +302,17 @@ class Settings:
     @property
     def seekdb_path(self) -> Path:
         return self.data_dir / "seekdb"
+
+
+def _env_number(raw: str, var: str) -> float:
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise ConfigurationError(f"{var}={raw!r} is not a number.") from None
+
+
+def _env_int(raw: str, var: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ConfigurationError(f"{var}={raw!r} is not a whole number.") from None
