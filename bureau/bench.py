@@ -8,6 +8,7 @@ a question no earlier call used, so neither side profits from the embedding cach
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import time
@@ -55,16 +56,20 @@ def bench_size(bureau: Bureau, n_cards: int, n_queries: int) -> dict[str, Any]:
     start = time.perf_counter()
     for i, role in enumerate(ROLES):
         part = texts[i::len(ROLES)]
-        gw.add_many(case.id, role, [(t, {"visibility": "private", "topic": "bench",
+        gw.add_many(case.space, role, [(t, {"visibility": "private", "topic": "bench",
                                          "kind": "note"}) for t in part])
     load_s = time.perf_counter() - start
-    for q in questions(3, "warm"):  # the first searches on a fresh table are slow
+    for q in questions(3, f"warm-{n_cards}"):  # the first searches on a fresh table are slow
         case.interrogate("detective", q)
-        gw.raw_search(case.id, "detective", q + " raw", bureau.settings.search_limit)
+        gw.raw_search(case.space, "detective", q + " raw", bureau.settings.search_limit)
     interrogate_ms, raw_ms = [], []
-    for q_i, q_r in zip(questions(n_queries, "ask"), questions(n_queries, "raw"), strict=True):
+    # Questions differ per size and per side: a text embedded before would be a cache hit for
+    # PowerMem's search (its embedder shares the card cache) and not for an interrogation
+    # (query vectors are never cached), which would flatter the baseline.
+    for q_i, q_r in zip(questions(n_queries, f"ask-{n_cards}"),
+                        questions(n_queries, f"raw-{n_cards}"), strict=True):
         t = time.perf_counter()
-        gw.raw_search(case.id, "detective", q_r, bureau.settings.search_limit)
+        gw.raw_search(case.space, "detective", q_r, bureau.settings.search_limit)
         raw_ms.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         case.interrogate("detective", q_i)
@@ -97,7 +102,7 @@ def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
     forget = getattr(gw.encoder, "forget", lambda texts: None)
     for i, src in enumerate(sources):
         t = time.perf_counter()
-        gw.raw_add(case.id, "suspect", f"A raw PowerMem add for comparison, number {i} of {case.id}.")
+        gw.raw_add(case.space, "suspect", f"A raw PowerMem add for comparison, number {i} of {case.id}.")
         add_ms.append((time.perf_counter() - t) * 1000)
         forget([src.content])
         t = time.perf_counter()
@@ -107,7 +112,7 @@ def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
         case.publish("informant", src.id)
         repeat_ms.append((time.perf_counter() - t) * 1000)
     add50 = pct(add_ms, 50)
-    board = gw.count(case.id, BOARD)
+    board = gw.count(case.space, BOARD)
     return {
         "publish_first_p50_ms": round(pct(first_ms, 50), 2),
         "publish_first_p95_ms": round(pct(first_ms, 95), 2),
@@ -121,11 +126,54 @@ def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
     }
 
 
+FOOTPRINT_PLACES = ("seekdb/log", "seekdb/store/redo", "seekdb/store/sstable", "seekdb/store/slog",
+                    "seekdb/run", "seekdb/etc", "logs", "cases", "bureau.sqlite3")
+"""Where a data directory's bytes go; anything else is summed as ``other``."""
+
+
+def disk_footprint(data_dir: Path) -> dict[str, int]:
+    """Bytes under ``data_dir``: ``total`` and one entry per place of :data:`FOOTPRINT_PLACES`.
+
+    File sizes as ``du -sb`` counts them (apparent size; seekdb's redo and data file are
+    preallocated, so that is also what they take on disk). A file vanishing mid-walk is skipped.
+    """
+    out = dict.fromkeys(("total", *FOOTPRINT_PLACES, "other"), 0)
+    for root, _, files in os.walk(data_dir):
+        rel = Path(root).relative_to(data_dir).as_posix()
+        for name in files:
+            try:
+                n = os.lstat(os.path.join(root, name)).st_size
+            except FileNotFoundError:
+                continue
+            path = name if rel == "." else f"{rel}/{name}"
+            place = next((p for p in FOOTPRINT_PLACES
+                          if path == p or path.startswith(p + "/")
+                          or (p == "bureau.sqlite3" and path.startswith(p))), "other")
+            out[place] += n
+            out["total"] += n
+    return out
+
+
+def footprint_fields(when: str, sizes: dict[str, int]) -> dict[str, float]:
+    """Flat row fields in MB (10^6 bytes): ``disk_<when>_total_mb``, ``disk_<when>_seekdb_log_mb``…"""
+    return {f"disk_{when}_{k.replace('/', '_').replace('.', '_')}_mb": round(v / 1e6, 2)
+            for k, v in sizes.items()}
+
+
 def run_bench(
     sizes: list[int], n_queries: int, out: Path | None, data_dir: Path
 ) -> list[dict[str, Any]]:
+    """Bench every size on one store; each row also carries the data directory's footprint
+    before the bench (a fresh store unless ``data_dir`` held one) and after that size, so a
+    store that grows with use shows in the figures (issue 9: a bounded footprint)."""
     bureau = Bureau.open(data_dir)
-    rows = [bench_size(bureau, n, n_queries) for n in sizes]
+    before = footprint_fields("before", disk_footprint(data_dir))
+    rows = []
+    for n in sizes:
+        row = bench_size(bureau, n, n_queries)
+        row.update(before)
+        row.update(footprint_fields("after", disk_footprint(data_dir)))
+        rows.append(row)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench.json").write_text(json.dumps(rows, indent=2))
@@ -146,4 +194,22 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         f"targets: interrogation p50 <= 1.5x raw search; first publish <= 2x add; "
         f"repeat publish <= 0.5x add  (median over {statistics.median([r['queries'] for r in rows]):.0f} "
         "queries per size)"
-    )
+    ) + format_footprint(rows)
+
+
+def format_footprint(rows: list[dict[str, Any]]) -> str:
+    """The data directory in MB, per place: before the bench, then after each size."""
+    if not rows or "disk_before_total_mb" not in rows[0]:
+        return ""
+    places = ("total", *FOOTPRINT_PLACES, "other")
+    table = {"before the bench": [rows[0][footprint_key("before", p)] for p in places]}
+    for r in rows:
+        table[f"after {r['cards']} cards"] = [r[footprint_key("after", p)] for p in places]
+    import pandas as pd
+
+    df = pd.DataFrame(table, index=list(places))
+    return "\n\ndisk footprint of the data directory (MB):\n" + df.to_string()
+
+
+def footprint_key(when: str, place: str) -> str:
+    return next(iter(footprint_fields(when, {place: 0})))

@@ -153,7 +153,10 @@ def _register_embedder() -> None:
     class _PowerMemEncoder(EmbeddingBase):
         def embed(self, text: str, memory_action: Any = None) -> list[float]:
             assert _ACTIVE_ENCODER is not None
-            return _ACTIVE_ENCODER.embed([text])[0].tolist()
+            # PowerMem's own search (the benchmark's baseline) embeds its query with
+            # memory_action="search": like every query, never through the shared cache.
+            cache = memory_action != "search"
+            return _ACTIVE_ENCODER.embed([text], cache=cache)[0].tolist()
 
         def embed_batch(self, texts: list[str], memory_action: Any = None) -> list[list[float]]:
             assert _ACTIVE_ENCODER is not None

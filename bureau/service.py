@@ -363,6 +363,11 @@ class Case:
 
         ``limit`` cards per scope (default: the ``search_limit`` setting).
         """
+        trace = self._search(role, question, limit)
+        self._emit("retrieval.completed", trace.summary())
+        return trace
+
+    def _search(self, role: str, question: str, limit: int | None = None) -> RetrievalTrace:
         scopes = self.scopes_for(role)
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
         settings = self.bureau.settings
@@ -401,24 +406,25 @@ class Case:
             mode=self.bureau.responder.name,
             shared_query=not settings.query_per_scope,
         )
-        self._emit("retrieval.completed", trace.summary())
         return trace
 
     def interrogate(self, role: str, question: str) -> Answer:
         """Ask a role a question; it answers only from evidence the service handed it."""
-        trace = self.retrieve(role, question)
+        trace = self._search(role, question)
         evidence = list(self.bureau.mediator.mediate(self, role, trace))
         allowed = {c.id for c in trace.hits}
         evidence = [c for c in evidence if c.id in allowed or c.owner == BOARD]
         answer = self.bureau.responder.respond(role, trace.question, evidence, trace)
         if not set(answer.cited) <= {c.id for c in evidence}:
             raise AssertionError("A responder cited a card it was not handed.")
-        self._emit(
-            "answer.completed",
-            {"request_id": trace.request_id, "role": role, "known": answer.known,
-             "cited": list(answer.cited), "responder": answer.responder,
-             "fallback_reason": answer.fallback_reason},
-        )
+        # Both events in one ledger transaction: one commit per question, not two.
+        self._emit_many([
+            ("retrieval.completed", trace.summary()),
+            ("answer.completed",
+             {"request_id": trace.request_id, "role": role, "known": answer.known,
+              "cited": list(answer.cited), "responder": answer.responder,
+              "fallback_reason": answer.fallback_reason}),
+        ])
         return answer
 
     def publish(self, role: str, card_id: str) -> MemoryCard:
