@@ -13,6 +13,9 @@ first publishable question is about, attacked by the first role that cannot answ
 from __future__ import annotations
 
 import html
+import math
+import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -205,7 +208,8 @@ def tampering(case: Case, target: Target | None = None) -> list[AttackResult]:
          "The board only receives sourced copies through publish, so nobody can forge one."),
         ("Publish someone else's card", f'case.publish("{a}", <{t.owner}\'s card id>)',
          lambda: case.publish(a, t.card.id),
-         f"A role can only publish its own private cards; the id belongs to {t.owner}."),
+         f"A role can only publish its own private cards; the id belongs to {t.owner}, and the "
+         "refusal is word for word the one an id that does not exist gets."),
         ("Publish a made-up card id", f'case.publish("{a}", "424242424242424242")',
          lambda: case.publish(a, "424242424242424242"),
          "Unknown ids are refused before anything is written."),
@@ -268,6 +272,157 @@ def stage_peek(case: Case, asked: list[str] | None = None) -> AttackResult:
     )
 
 
+# -- 6. side channels: timing guesses ---------------------------------------------------------
+_DIGITS = re.compile(r"\d+")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_SWAPS = (
+    "red blue green black white grey brown north south east west monday tuesday friday sunday "
+    "morning evening night noon dawn kitchen garden study attic cellar office station harbour "
+    "church school market river bridge tower window door table chair letter ticket camera key "
+    "coat boot glove watch ring knife rope lamp car van boat train bus doctor nurse butler cook "
+    "driver lawyer brother sister father mother uncle aunt friend guest small large old new "
+    "early late quiet loud open closed left right upper lower first second third last"
+).split()
+LEAK_SIGMAS = 4.0
+"""How far (in standard deviations of chance) the true guess's mean rank must stray to count as
+distinguishable: a real leak (a cache hit every round) lands 5-7 sd away; chance almost never 4."""
+
+
+def decoys(
+    text: str,
+    n: int,
+    length: Callable[[str], int] = len,
+    rng: random.Random | None = None,
+    avoid: Sequence[str] = (),
+) -> list[str]:
+    """``n`` guesses shaped like ``text`` but wrong: its last number replaced by another of the
+    same width (or, with no number, one word swapped), each as long as ``text`` by ``length``.
+
+    Equal length matters: embedding time grows with the token count, so a shorter guess would be
+    faster for an innocent reason. ``avoid``: texts not to produce (guesses used before).
+    """
+    rng = rng or random.Random()
+    want = length(text)
+    seen = {text, *avoid}
+    out: list[str] = []
+
+    def take(candidate: str) -> bool:
+        if candidate not in seen and length(candidate) == want:
+            seen.add(candidate)
+            out.append(candidate)
+        return len(out) >= n
+
+    numbers = list(_DIGITS.finditer(text))
+    if numbers:
+        m = numbers[-1]
+        width = len(m.group())
+        for _ in range(min(200 * n, 50 * 10**width)):
+            if take(f"{text[: m.start()]}{rng.randrange(10**width):0{width}d}{text[m.end():]}"):
+                return out
+    swaps = [
+        text[: w.start()] + (v.capitalize() if w.group()[0].isupper() else v) + text[w.end():]
+        for w in _WORD.finditer(text) for v in _SWAPS if v != w.group().lower()
+    ]
+    rng.shuffle(swaps)
+    for candidate in swaps:
+        if take(candidate):
+            return out
+    raise ValueError(f"Could not build {n} equally long guesses shaped like the target card.")
+
+
+def _mid_rank(values: Sequence[float], i: int) -> float:
+    """Rank of ``values[i]`` from the fastest (0), ties sharing the middle rank."""
+    below = sum(v < values[i] for v in values)
+    ties = sum(v == values[i] for v in values) - 1
+    return below + ties / 2
+
+
+def timing_guess(
+    case: Case,
+    target: Target | None = None,
+    candidates: int = 20,
+    rounds: int = 10,
+    other: Case | None = None,
+    seed: int | None = None,
+) -> AttackResult:
+    """Guess a private card's exact text and look for the guess that answers faster.
+
+    Each round the attacker asks ``candidates`` questions in shuffled order: the true card text
+    and fresh wrong guesses of the same form and token length. A process-wide embedding cache
+    that held the card (written earlier) and served questions would make the true guess the
+    fastest every round. For every figure the attacker sees (the trace's ``embed_ms``,
+    ``total_ms`` and each scope's latency; the events and the stage repeat the same
+    ``latency_ms``), the true guess's mean rank over the rounds (0 = fastest) is compared
+    with chance, ``(N-1)/2 ± sqrt((N²-1)/12/R)``. With ``other``, the attacker is a role of
+    that other case guessing this case's card.
+    """
+    t = target or pick_target(case)
+    asker = other or case
+    attacker = t.attacker if t.attacker in asker.role_names else asker.role_names[0]
+    encoder = case.bureau.gateway.encoder
+    tokenizer = getattr(encoder, "tokenizer", None)
+    length = (lambda x: len(tokenizer.encode(x).ids)) if tokenizer is not None else len
+    rng = random.Random(seed)
+    true_text = t.card.content
+    used: list[str] = []
+    timings: list[dict[str, Any]] = []
+    ranks: dict[str, list[float]] = {}
+    for r in range(rounds):
+        wrong = decoys(true_text, candidates - 1, length, rng, avoid=used)
+        used += wrong
+        order = [true_text, *wrong]
+        rng.shuffle(order)
+        figures = [asker.interrogate(attacker, q).trace.summary()["latency_ms"] for q in order]
+        truth = order.index(true_text)
+        for i, fig in enumerate(figures):
+            timings.append({"round": r, "guess": i, "true": i == truth, **fig})
+        for name in figures[0]:
+            ranks.setdefault(name, []).append(_mid_rank([f[name] for f in figures], truth))
+    chance = (candidates - 1) / 2
+    sd = math.sqrt((candidates**2 - 1) / 12 / rounds)
+    table = [
+        {"figure": name, "true_mean_rank": round(sum(v) / len(v), 2), "chance": chance,
+         "sd": round(sd, 2), "z": round((sum(v) / len(v) - chance) / sd, 2)}
+        for name, v in ranks.items()
+    ]
+    leaked = tuple(
+        f"{row['figure']}: the true card text ranked {row['true_mean_rank']} on average "
+        f"({row['z']:+} sd from chance)"
+        for row in table if abs(row["z"]) > LEAK_SIGMAS
+    )
+    embed = next(row for row in table if row["figure"] == "embed")
+    where = f"a role of case {asker.id}" if other is not None else attacker
+    if _DIGITS.search(true_text):  # shown instead of the card: the guessed part masked
+        pattern = _DIGITS.sub(lambda m: "#" * len(m.group()), true_text)
+    else:
+        pattern = " ".join(true_text.split()[:3]) + " … (one word guessed)"
+    if leaked:
+        reason = (
+            f"The true guess answers faster: its exact text was embedded when the card was "
+            f"written, and a cache shared by every role and case served it again to {where}."
+        )
+    else:
+        reason = (
+            f"Query embeddings are never cached (and each query vector is nudged so that the "
+            f"store never sees the same search twice), so timings depend only on the question's "
+            f"own length and the machine's load: over {rounds} rounds of {candidates} equally long "
+            f"guesses, the true card text's mean rank by embed_ms was {embed['true_mean_rank']} "
+            f"(chance {chance} ± {sd:.1f}), and no figure {where} sees (embed, total, per-scope "
+            f"latency; the events and the stage repeat them) singled it out."
+        )
+    return AttackResult(
+        name="Side channel: timing guesses",
+        attempt=f'{candidates} guesses × case.interrogate("{attacker}", "{pattern[:48]}…"), '
+        f"{rounds} rounds, timings compared",
+        blocked=not leaked,
+        reason=reason,
+        leaked=leaked,
+        details={"attacker": attacker, "attacker_case": asker.id, "pattern": pattern,
+                 "candidates": candidates, "rounds": rounds, "ranks": table,
+                 "timings": timings},
+    )
+
+
 def run_all(case: Case, other: Case) -> list[AttackResult]:
     """Every attack in the catalogue, in lesson order."""
     t = pick_target(case)
@@ -275,4 +430,5 @@ def run_all(case: Case, other: Case) -> list[AttackResult]:
     results = [first, injected_card(case, t), cross_case_publish(case, other, t)]
     results += tampering(case, t)
     results.append(stage_peek(case, asked=[first.details["question"], t.question]))
+    results.append(timing_guess(case, t))
     return results

@@ -13,14 +13,16 @@ interface, so the storage boundary stays in one place.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,7 +43,10 @@ class Encoder(Protocol):
     name: str
     dims: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], cache: bool = True) -> np.ndarray:
+        """Unit vectors for ``texts``, in order. ``cache=False``: the call must neither read
+        nor write any state shared with other calls (queries; see :meth:`MiniLMEncoder.embed`)."""
+        ...
 
 
 def _sha256(path: Path) -> str:
@@ -80,11 +85,16 @@ def minilm_files() -> tuple[Path, Path, str]:
 
 
 class _LRU:
-    """A small bounded cache: interrogations repeat questions, and MAGPIE repeats texts."""
+    """A small bounded cache of card texts: a card is embedded once for the batch that
+    pre-embeds a scenario or the MAGPIE lab and again when PowerMem writes it, and a publish
+    writes the same text again. Questions never enter it (see :meth:`MiniLMEncoder.embed`)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._d: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d  # a look that does not count as a use (no reordering)
 
     def get(self, key: str) -> np.ndarray | None:
         v = self._d.get(key)
@@ -102,6 +112,29 @@ class _LRU:
         self._d.move_to_end(key)
         while len(self._d) > self.size:
             self._d.popitem(last=False)
+
+
+_GIVEN: contextvars.ContextVar[Mapping[str, np.ndarray] | None] = contextvars.ContextVar(
+    "bureau_given_vectors", default=None
+)
+
+
+@contextmanager
+def given_vectors(vectors: Mapping[str, np.ndarray]) -> Iterator[None]:
+    """Within this block (this thread or task only), uncached embeds take these vectors.
+
+    For a batch job that embedded its own questions ahead of time (the leakage lab embeds every
+    MAGPIE text once, then asks each question under three policies): its ``Case.retrieve``
+    calls then reuse those vectors instead of embedding each question again. Unlike the shared
+    cache this reveals nothing to anyone else: the mapping is the caller's own data, and a
+    context variable is seen only by code running below this call in the same context, never
+    by another role's request on another thread.
+    """
+    token = _GIVEN.set(vectors)
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
 
 
 class MiniLMEncoder:
@@ -179,6 +212,12 @@ class MiniLMEncoder:
         with self._lock:
             self._cache.size = max(self._cache.size, int(size))
 
+    def is_cached(self, text: str) -> bool:
+        """Whether ``text``'s vector is in the cache (the side-channel tests check that no
+        question ever is); looking does not refresh the entry."""
+        with self._lock:
+            return text in self._cache
+
     def forget(self, texts: Sequence[str]) -> None:
         """Drop these texts' cached vectors, so their next use embeds them again (benchmarks)."""
         with self._lock:
@@ -217,8 +256,23 @@ class MiniLMEncoder:
         vecs = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return vecs, int(mask.sum())
 
-    def embed(self, texts: Sequence[str], workers: int | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], workers: int | None = None, cache: bool = True
+    ) -> np.ndarray:
         """Embed ``texts`` (each distinct text once; cached ones not at all), in input order.
+
+        ``cache=False`` neither reads nor writes the process-wide cache: every text is embedded,
+        and nothing about this call is left behind (vectors the caller computed itself may be
+        handed down with :func:`given_vectors`). Questions (``MemoryGateway.embed_query``)
+        use it, because the cache is shared by every role of every case: a cache hit costs
+        ~0.02 ms against ~5 ms for a miss, and that difference reaches ``embed_ms`` in the
+        X-ray, the events and the stage. Reading it would let a role confirm a guessed card
+        text of another role or case (the card was cached when it was written: the true guess
+        is the fast one), and writing it would tell the next asker, in any case, that someone
+        already asked that exact question. Uncached, a query's time depends only on its own
+        length and the machine's load (lesson 04, ``bureau.attacks.timing_guess``). Card
+        writes keep the cache: the writer is the bureau chief, who sees every space anyway,
+        and bulk seeding and the leakage lab rely on it.
 
         One batch runs on the low-latency session (every core on each operator). Several
         batches run ``workers`` at a time (default :attr:`workers`) on single-threaded runs;
@@ -229,11 +283,20 @@ class MiniLMEncoder:
         """
         out = np.empty((len(texts), DIMS), dtype=np.float32)
         todo: dict[str, list[int]] = {}
-        with self._lock:
+        if cache:
+            with self._lock:
+                for i, t in enumerate(texts):
+                    hit = self._cache.get(t)
+                    if hit is not None:
+                        out[i] = hit
+                    else:
+                        todo.setdefault(t, []).append(i)
+        else:
+            given = _GIVEN.get() or {}
             for i, t in enumerate(texts):
-                hit = self._cache.get(t)
-                if hit is not None:
-                    out[i] = hit
+                vec = given.get(t)
+                if vec is not None:
+                    out[i] = vec
                 else:
                     todo.setdefault(t, []).append(i)
         if not todo:
@@ -249,9 +312,10 @@ class MiniLMEncoder:
             def one(chunk: list[int], session: Any = None) -> int:
                 vecs, n_tokens = self._run([encodings[j] for j in chunk], session)
                 batch = [distinct[j] for j in chunk]
-                with self._lock:
-                    for text, vec in zip(batch, vecs, strict=True):
-                        self._cache.put(text, vec)
+                if cache:
+                    with self._lock:
+                        for text, vec in zip(batch, vecs, strict=True):
+                            self._cache.put(text, vec)
                 for text, vec in zip(batch, vecs, strict=True):
                     for i in todo[text]:
                         out[i] = vec
@@ -287,7 +351,9 @@ class HashEncoder:
     name = "hash"
     dims = DIMS
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], cache: bool = True) -> np.ndarray:
+        """Hash each text's words; ``cache`` is accepted for the :class:`Encoder` interface
+        (nothing is cached, so no call depends on another)."""
         out = np.zeros((len(texts), DIMS), dtype=np.float32)
         for i, t in enumerate(texts):
             for w in _WORD.findall(t.lower()):
@@ -317,7 +383,10 @@ class OpenAICompatibleEncoder:
         self.model = model
         self.dims = dims
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], cache: bool = True) -> np.ndarray:
+        """One /embeddings request. ``cache`` is accepted for the :class:`Encoder` interface:
+        this client keeps no cache. A remote endpoint may cache on its side, which this process
+        cannot rule out: the no-side-channel guarantee is the offline encoder's."""
         resp = self.client.embeddings.create(model=self.model, input=list(texts))
         vecs = np.asarray([d.embedding for d in resp.data], dtype=np.float32)
         if vecs.shape[1] != self.dims:

@@ -6,6 +6,7 @@ import builtins
 import importlib.util
 import json
 import socket
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,7 @@ def test_openai_compatible_embedder_is_opt_in_and_checks_dims(monkeypatch):
         v = enc.embed(["one", "two"])
         assert v.shape == (2, 8) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
         assert fake.requests[0]["input"] == ["one", "two"]
+        assert enc.embed(["one"], cache=False).shape == (1, 8)  # the Encoder interface
         wrong = OpenAICompatibleEncoder("fake-embed", 384, fake.url, "BUREAU_TEST_EMBED_KEY")
         with pytest.raises(ConfigurationError, match="8-d vectors"):
             wrong.embed(["one"])
@@ -176,3 +178,36 @@ def test_forget_makes_the_next_use_embed_again():
     enc.forget(["a text to forget"])
     enc.embed(["a text to forget"])
     assert enc.texts_embedded == 2
+
+
+def test_uncached_embeds_neither_read_nor_write_the_cache():
+    """Questions use ``cache=False`` (tests/test_side_channels.py: no timing oracle)."""
+    enc = MiniLMEncoder()
+    card, question = "a card text that is cached", "a question that must not be"
+    cached = enc.embed([card])
+    assert enc.is_cached(card)
+    again = enc.embed([card, question, question], cache=False)
+    assert enc.texts_embedded == 3  # the card embedded again, the question once (deduplicated)
+    assert np.allclose(again[0], cached[0], atol=1e-6) and np.array_equal(again[1], again[2])
+    assert not enc.is_cached(question)
+    assert HashEncoder().embed(["x"], cache=False).shape == (1, 384)
+
+
+def test_given_vectors_are_seen_only_inside_their_block_and_thread():
+    """The leakage lab hands down the question vectors it embedded itself; nobody else sees them."""
+    enc = MiniLMEncoder()
+    fake = np.zeros(384, dtype=np.float32)
+    fake[0] = 1.0
+    seen_elsewhere = []
+    with embedding.given_vectors({"a lab question": fake}):
+        assert np.array_equal(enc.embed(["a lab question"], cache=False)[0], fake)
+        assert enc.texts_embedded == 0
+        other = threading.Thread(
+            target=lambda: seen_elsewhere.append(enc.embed(["a lab question"], cache=False)[0])
+        )
+        other.start()
+        other.join()
+        assert enc.texts_embedded == 1  # the other thread embedded it for real
+    assert not np.array_equal(seen_elsewhere[0], fake)
+    assert not np.array_equal(enc.embed(["a lab question"], cache=False)[0], fake)
+    assert not enc.is_cached("a lab question")

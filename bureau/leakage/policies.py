@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from bureau.embedding import given_vectors
 from bureau.leakage.magpie import MagpieAgent, MagpieDataset, MagpieItem, MagpieScenario
 from bureau.leakage.metrics import exposure_frame
 from bureau.model import BOARD, MemoryCard
@@ -503,12 +504,17 @@ def _ask_all(
     t: Timings,
     requests: list[tuple[Any, ...]],
 ) -> list[tuple[Any, ...]]:
-    """Every requester asks its query through ``Case.retrieve``; one row per returned card."""
+    """Every requester asks its query through ``Case.retrieve``; one row per returned card.
+
+    Query vectors never come from the shared cache (a timing side channel); the lab hands down
+    the vectors it embedded itself, so each question is embedded once, not once per policy.
+    """
     t0 = time.perf_counter()
     rows = []
     for agent in scenario.agents:
         query = queries[(scenario.scenario_id, agent.name)]
-        trace = case.retrieve(roles[agent.name], query, limit=k)
+        with given_vectors(vec):
+            trace = case.retrieve(roles[agent.name], query, limit=k)
         t.searches += len(trace.scopes)
         requests.append(
             (policy, scenario.scenario_id, agent.name, roles[agent.name], trace.request_id,
