@@ -196,6 +196,8 @@ class BaseLedger:
     for_update = ""
     """Row-lock suffix for SELECTs inside a write transaction (SQLite locks the whole file)."""
     insert_ignore = "INSERT OR IGNORE"
+    case_tables: tuple[str, ...] = ("cases", "events", "publications", "cleanup_tasks")
+    """Tables whose rows belong to one case (deleted with it)."""
     integrity_errors: tuple[type[BaseException], ...] = (sqlite3.IntegrityError,)
     retry_errors: tuple[type[BaseException], ...] = ()
 
@@ -278,7 +280,7 @@ class BaseLedger:
         with self.tx(write=True) as db:
             old = self._live(db, case_id, token)
             self._retire(db, old)
-            for table in ("cases", "events", "publications", "cleanup_tasks"):
+            for table in self.case_tables:
                 db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ?", (case_id,))
         return old
 

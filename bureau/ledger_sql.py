@@ -27,6 +27,9 @@ SERVER_SCHEMA = (
       title VARCHAR(512) NOT NULL, created_at VARCHAR(32) NOT NULL, epoch INT NOT NULL DEFAULT 0,
       token VARCHAR(32)
     )""",
+    """CREATE TABLE IF NOT EXISTS {p}snapshots (
+      case_id VARCHAR(128) NOT NULL PRIMARY KEY, token VARCHAR(32), body LONGTEXT NOT NULL
+    )""",
     """CREATE TABLE IF NOT EXISTS {p}retired_spaces (
       store_id VARCHAR(128) NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
       retired_at DOUBLE NOT NULL
@@ -89,6 +92,20 @@ class ServerLedger(BaseLedger):
                 f"{exc}",
                 "Check that the seekdb/OceanBase server runs and the database exists.",
             ) from exc
+
+    case_tables = (*BaseLedger.case_tables, "snapshots")
+
+    # -- case snapshots: instances on one server share no data directory -----------------------
+    def put_snapshot(self, case_id: str, token: str | None, body: str) -> None:
+        with self.tx(write=True) as db:
+            db.run(f"DELETE FROM {self._t('snapshots')} WHERE case_id = ?", (case_id,))
+            db.run(f"INSERT INTO {self._t('snapshots')} (case_id, token, body) VALUES (?, ?, ?)",
+                   (case_id, token, body))
+
+    def get_snapshot(self, case_id: str) -> str | None:
+        with self.tx() as db:
+            row = db.one(f"SELECT body FROM {self._t('snapshots')} WHERE case_id = ?", (case_id,))
+        return None if row is None else str(row["body"])
 
     def __repr__(self) -> str:
         s = self.server

@@ -195,7 +195,7 @@ class Bureau:
         snapshot = self._snapshot_path(case_id)
         record = self.ledger.add_case(case_id, scenario.id, scenario.title, uuid.uuid4().hex[:12])
         try:
-            self._write_scenario(snapshot, scenario)
+            self._write_scenario(snapshot, scenario, record)
             case = Case(self, record, scenario)
             self._cases[case_id] = case
             self._emit(case_id, "case.created",
@@ -219,10 +219,16 @@ class Bureau:
             raise UnknownCaseError(f"Case id {short_repr(case_id)} does not name a case file.")
         return path
 
-    def _write_scenario(self, path: Path, scenario: Scenario) -> None:
+    def _write_scenario(self, path: Path, scenario: Scenario, record: CaseRecord) -> None:
+        """The scenario as it was when the case was created: a private file under the data
+        directory, or (server store) a row on the server, since instances share no folder."""
+        body = json.dumps(scenario.to_dict(), indent=1)
+        if self.settings.store == "server":
+            self.ledger.put_snapshot(record.case_id, record.token, body)  # type: ignore[attr-defined]
+            return
         from .fsutil import write_private
 
-        write_private(path, json.dumps(scenario.to_dict(), indent=1))
+        write_private(path, body)
 
     def _read_scenario(self, record: CaseRecord) -> Scenario:
         """The scenario a case was created from, as it was then (its snapshot; no fallback)."""
@@ -232,7 +238,14 @@ class Bureau:
         hint = (f"Delete the case with bureau.delete_case({record.case_id!r}) and load its "
                 "scenario again, or restore the file from a backup.")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            if self.settings.store == "server":
+                body = self.ledger.get_snapshot(record.case_id)  # type: ignore[attr-defined]
+                if body is None:
+                    raise FileNotFoundError(record.case_id)
+                path = Path(f"<server snapshot of {record.case_id}>")
+                data = json.loads(body)
+            else:
+                data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise CaseDamagedError(
                 f"Case {record.case_id}: its scenario snapshot {path} is missing.", hint
