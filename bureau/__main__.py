@@ -35,14 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "repair":
-            from .repair import repair
             from .settings import Settings
+            from .service.repair import repair
 
             extra = {"data_dir": args.data_dir} if args.data_dir else {}
             print(repair(Settings.from_env(**extra), adopt=args.adopt,
                          purge_unknown=args.purge_unknown).text())
         elif args.command == "demo":
-            from .demo import run_demo
+            from .course.demo import run_demo
 
             print(run_demo(keep=args.keep))
         else:

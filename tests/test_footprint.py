@@ -16,8 +16,8 @@ from pathlib import Path
 
 from conftest import REPO, run_python
 
-from bureau import gateway
 from bureau.settings import Settings
+from bureau.storage import setup as gateway
 
 MB = 10**6
 LIMIT_TOTAL = 200 * MB

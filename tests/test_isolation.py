@@ -6,8 +6,8 @@ import pytest
 
 from bureau import BOARD
 from bureau.errors import UnknownCardError
-from bureau.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_text
 from bureau.scenario import list_scenarios
+from bureau.service.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_text
 
 SAFE_Q = "What is the combination of the safe in the study?"
 

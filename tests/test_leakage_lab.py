@@ -311,8 +311,8 @@ def test_full_relevance_auroc_matches_an_independent_computation(full, magpie):
 
 
 def test_lesson_exercise_solution_passes_and_none_does_not(bureau, mini):
+    from bureau.course.widgets import EXERCISES, check
     from bureau.leakage.lesson import threshold_sweep
-    from bureau.widgets import EXERCISES, check
 
     case = bureau.load_scenario("safe-combination")
     try:

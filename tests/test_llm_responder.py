@@ -12,7 +12,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from bureau.errors import ConfigurationError
-from bureau.llm import LLMResponder
+from bureau.responders.llm import LLMResponder
 from bureau.settings import LLMSettings
 
 SAFE_Q = "What is the combination of the safe in the study?"

@@ -87,7 +87,7 @@ def test_outputs_policy_and_no_absolute_paths(path: Path):
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
 def test_lesson_shape(path: Path):
-    from bureau.widgets.exercises import EXERCISES
+    from bureau.course.widgets.exercises import EXERCISES
 
     nb = nbformat.read(path, as_version=4)
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")

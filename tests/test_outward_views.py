@@ -7,7 +7,7 @@ import math
 import pytest
 
 from bureau.errors import BureauError, InvalidArgumentError, UnknownCardError
-from bureau.read_paths import OUTWARD_READ_PATHS, as_text
+from bureau.service.read_paths import OUTWARD_READ_PATHS, as_text
 
 Q = "What is the combination of the safe in the study?"
 

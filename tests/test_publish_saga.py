@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from conftest import REPO, finish, run_python
 
-from bureau import BOARD, faults
+from bureau import BOARD
 from bureau.errors import (
     BoardNotWritableError,
     PublishError,
     UnknownCardError,
     VisibilityBoundaryError,
 )
+from bureau.service import faults
 
 KILL_ROUNDS = int(os.environ.get("BUREAU_KILL_ROUNDS", "10"))
 """SIGKILLs per fault point (the acceptance criterion asks for at least 10)."""
@@ -206,7 +207,7 @@ def test_slow_publisher_whose_lease_ran_out_defers_to_the_new_owner(bureau, case
     """
     import threading
 
-    from bureau import publish as publish_mod
+    from bureau.service import publish as publish_mod
 
     monkeypatch.setattr(bureau, "settings", bureau.settings.with_(publish_lease_s=0.3))
     source = case.whisper("informant", f"The spare key is under the third flowerpot ({point}).")

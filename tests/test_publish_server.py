@@ -23,7 +23,7 @@ import pymysql
 import pytest
 from conftest import REPO, finish
 
-from bureau.ledger_sql import ServerLedger
+from bureau.ledger.server import ServerLedger
 from bureau.settings import ServerSettings
 
 HOST = "127.0.0.1"  # never anything else

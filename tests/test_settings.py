@@ -125,7 +125,7 @@ def test_an_embedder_typo_in_the_environment_never_builds_a_network_client(
     assert "'minilm'" in str(err.value) and "'openai'" in str(err.value)
 
     # The gateway refuses too, for a Settings whose check was bypassed.
-    from bureau.gateway import _make_encoder
+    from bureau.service.assembly import build_encoder as _make_encoder
 
     bypassed = Settings(embedder="hash")
     object.__setattr__(bypassed, "embedder", "MiniLM")
@@ -274,7 +274,7 @@ def _mode(p: Path) -> int:
 
 
 def test_fsutil_makes_files_and_folders_owner_only(tmp_path):
-    from bureau.fsutil import private_data_dir, private_file, write_private
+    from bureau.storage.files import private_data_dir, private_file, write_private
 
     fresh = tmp_path / "a" / "data"
     assert private_data_dir(fresh) and _mode(fresh) == 0o700
@@ -310,7 +310,7 @@ def test_the_sqlite_ledger_and_its_wal_are_owner_only(tmp_path):
 
 
 def test_seekdb_telemetry_is_marked_sent_before_the_server_starts(tmp_path):
-    from bureau.fsutil import silence_seekdb_telemetry
+    from bureau.storage.files import silence_seekdb_telemetry
 
     seekdb = tmp_path / "seekdb"
     silence_seekdb_telemetry(seekdb)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bureau.attacks import decoys, timing_guess
+from bureau.course.attacks import decoys, timing_guess
 from bureau.embedding import MiniLMEncoder
 
 N = 20

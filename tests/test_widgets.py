@@ -13,11 +13,9 @@ import time
 import pytest
 from conftest import REPO, run_python
 
-from bureau import BOARD, faults
-from bureau.attacks import pick_target, run_all, stage_peek
-from bureau.errors import BureauError
-from bureau.read_paths import as_text
-from bureau.widgets import (
+from bureau import BOARD
+from bureau.course.attacks import pick_target, run_all, stage_peek
+from bureau.course.widgets import (
     EXERCISES,
     check,
     make_attack_report,
@@ -28,8 +26,11 @@ from bureau.widgets import (
     make_xray,
     plots,
 )
-from bureau.widgets.console import NEW
-from bureau.widgets.stage import latest_case_id
+from bureau.course.widgets.console import NEW
+from bureau.course.widgets.stage import latest_case_id
+from bureau.errors import BureauError
+from bureau.service import faults
+from bureau.service.read_paths import as_text
 
 SAFE_Q = "What is the combination of the safe in the study?"
 GARDENER = "The gardener is called Albert Finch."

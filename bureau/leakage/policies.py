@@ -301,7 +301,7 @@ def run_lab(
     progress = progress or _no_progress
     t = Timings()
     start = time.perf_counter()
-    enc = bureau.gateway.encoder
+    enc = bureau.encoder
     texts, queries = lab_texts(dataset)
     t.distinct_texts = len(texts)
     if hasattr(enc, "reserve_cache"):  # every vector must still be cached when PowerMem asks
@@ -455,7 +455,7 @@ def _run_bureau_case(
     # through their source_id, never through their content.
     origin: dict[str, tuple[MagpieItem, str]] = {}
     seeded: dict[str, MemoryCard] = {}
-    for card in bureau.gateway.list(case.space):
+    for card in [c for cards in case.spaces().values() for c in cards]:
         if card.seed_key in by_key:
             origin[card.id] = (by_key[card.seed_key], "item")
             seeded[by_key[card.seed_key].item_id] = card
@@ -551,7 +551,7 @@ def _engine_check(
 
     Policy a is computed in numpy; this compares the two engines on the same cards and queries.
     """
-    board = bureau.gateway.list(case.space, BOARD)
+    board = case.spaces()[BOARD]
     if not board:
         return
     board_vecs = np.stack([vec[c.content] for c in board])

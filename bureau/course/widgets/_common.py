@@ -13,10 +13,10 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..errors import BureauError
-from ..model import BOARD, Event
+from ...errors import BureauError
+from ...model import BOARD, Event
 
-log = logging.getLogger("bureau.widgets")
+log = logging.getLogger("bureau.course.widgets")
 
 CSS = """
 <style>

@@ -21,12 +21,13 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from .errors import BureauError, LedgerDamagedError
-from .gateway import MemoryGateway
-from .ledger import BaseLedger, open_ledger, parse_store_id
-from .model import BOARD, CaseSpace
-from .scenario import parse_scenario
-from .settings import Settings
+from ..errors import BureauError, LedgerDamagedError
+from ..ledger import BaseLedger, parse_store_id
+from ..model import BOARD, CaseSpace
+from ..scenario import parse_scenario
+from ..settings import Settings
+from ..storage.gateway import MemoryGateway
+from .assembly import build_gateway, build_ledger
 
 
 @dataclass
@@ -61,7 +62,7 @@ class RepairReport:
 
 def _ledger(settings: Settings, move_damaged: bool) -> tuple[BaseLedger, str | None]:
     try:
-        return open_ledger(settings), None
+        return build_ledger(settings), None
     except LedgerDamagedError:
         if not move_damaged or settings.store != "embedded":
             raise
@@ -72,7 +73,7 @@ def _ledger(settings: Settings, move_damaged: bool) -> tuple[BaseLedger, str | N
             side = path.with_name(path.name + extra)
             if side.exists():
                 side.rename(aside.with_name(aside.name + extra))
-        return open_ledger(settings), str(aside)
+        return build_ledger(settings), str(aside)
 
 
 def repair(
@@ -80,7 +81,7 @@ def repair(
 ) -> RepairReport:
     """Compare store and ledger; optionally adopt and/or purge unknown namespaces."""
     settings = settings or Settings.from_env()
-    gateway = MemoryGateway.open(settings)
+    gateway = build_gateway(settings)
     ledger, moved = _ledger(settings, move_damaged=adopt)
     report = RepairReport(ledger_moved_to=moved)
     stored = gateway.spaces()

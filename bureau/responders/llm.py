@@ -16,10 +16,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import ConfigurationError
-from .model import BOARD, Answer, MemoryCard, RetrievalTrace
-from .responder import UNKNOWN, EvidenceResponder
-from .settings import LLMSettings
+from ..errors import ConfigurationError
+from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ..settings import LLMSettings
+from .evidence import UNKNOWN, EvidenceResponder
 
 SYSTEM = (
     "You are the {role} in a detective game. Answer the question using ONLY the evidence cards "

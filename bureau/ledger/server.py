@@ -17,9 +17,9 @@ from contextlib import contextmanager
 import pymysql
 import pymysql.cursors
 
-from .errors import ConfigurationError
-from .ledger import BaseLedger, Tx
-from .settings import ServerSettings
+from ..errors import ConfigurationError
+from ..settings import ServerSettings
+from .base import BaseLedger, Tx
 
 SERVER_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS {p}cases (

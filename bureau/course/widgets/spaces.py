@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import ipywidgets as W
 
-from ..model import BOARD, Event, MemoryCard
-from ..service import Bureau, Case
+from ...model import BOARD, Event, MemoryCard
+from ...service import Bureau, Case
 from ._common import esc, safe_listener, space_label, style_widget
 
 CHIEF = ""

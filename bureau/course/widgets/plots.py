@@ -14,9 +14,9 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ...model import BOARD, RetrievalTrace
+from ...service import Case
 from ..attacks import AttackResult
-from ..model import BOARD, RetrievalTrace
-from ..service import Case
 
 BLUE, GREY, GREEN, RED, AMBER = "#2563eb", "#9ca3af", "#059669", "#dc2626", "#d97706"
 

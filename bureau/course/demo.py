@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .model import Answer
-from .service import Bureau, Case
+from ..model import Answer
+from ..service import Bureau, Case
 
 QUESTION = "What is the combination of the safe in the study?"
 

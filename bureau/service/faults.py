@@ -12,7 +12,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import InjectedFault
+from ..errors import InjectedFault
 
 POINTS = (
     "publish.after_reserve",

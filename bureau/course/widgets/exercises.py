@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BureauError, UnknownCardError
-from ..model import BOARD
-from ..service import Case
+from ...errors import BureauError, UnknownCardError
+from ...model import BOARD
+from ...service import Case
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _check_footprint(case: Case, answer: Any) -> Verdict:
         return not_yet("There is no board copy of the footprint card yet: publish it.")
     if len(copies) > 1:
         return not_yet(f"The board holds {len(copies)} copies; run case.recover().")
-    if case.bureau.ledger.cleanup_tasks(case.id):
+    if case.pending_cleanups():
         return not_yet("A cleanup task is still pending: run case.recover().")
     if "suspect" not in case.knowers(FOOTPRINT_Q):
         return not_yet("The suspect still cannot answer the footprint question.")
@@ -162,7 +162,7 @@ def _check_peek(case: Case, answer: Any) -> Verdict:
 # -- lesson 05 --------------------------------------------------------------------------------
 def _check_threshold(case: Case, answer: Any) -> Verdict:
     """``answer = {"result": <LabResult>, "threshold": <float>}``; ``case`` is not needed."""
-    from ..leakage.lesson import check_threshold  # lazy: the lab pulls in pandas and sklearn
+    from ...leakage.lesson import check_threshold  # lazy: the lab pulls in pandas and sklearn
 
     ok, message = check_threshold(answer)
     return Verdict(ok, message)

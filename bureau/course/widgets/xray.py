@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import ipywidgets as W
 
-from ..model import BOARD, MemoryCard, RetrievalTrace
+from ...model import BOARD, MemoryCard, RetrievalTrace
 from ._common import esc, space_label, style_widget
 
 EMPTY = (

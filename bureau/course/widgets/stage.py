@@ -20,12 +20,12 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..errors import BureauError
-from ..model import BOARD, Event
-from ..service import Bureau, Case
+from ...errors import BureauError
+from ...model import BOARD, Event
+from ...service import Bureau, Case
 from ._common import error_html, esc, safe_listener, space_label, style_widget
 
-log = logging.getLogger("bureau.widgets.stage")
+log = logging.getLogger("bureau.course.widgets.stage")
 
 TICKER_SIZE = 8
 _TICKER_TEXT = {
@@ -57,7 +57,7 @@ def latest_case_id(bureau: Bureau) -> str | None:
         return tied[0]
 
     def last_seq(case_id: str) -> int:
-        event = bureau.ledger.last_event(case_id)
+        event = bureau.last_event(case_id)
         return event.seq if event else 0
 
     return max(tied, key=last_seq)

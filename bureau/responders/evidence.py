@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
 
 UNKNOWN = "I don't know."
 

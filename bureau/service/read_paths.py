@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import UnknownCardError
+from ..errors import UnknownCardError
 
 if TYPE_CHECKING:
-    from .service import Case
+    from . import Case
 
 
 def _get_all(case: Case, role: str, probe: str) -> list[Any]:

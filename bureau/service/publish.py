@@ -26,23 +26,28 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from . import faults
-from .errors import (
+from ..errors import (
     PublishError,
     PublishPendingError,
     UnknownCardError,
     VisibilityBoundaryError,
 )
-from .ledger import Publication, is_stale
-from .model import BOARD, MemoryCard
-from .text import short_repr
+from ..ledger import Publication, is_stale
+from ..model import BOARD, CaseSpace, MemoryCard
+from ..text import short_repr
+from . import faults
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from .service import Case
+    from ..ledger.base import BaseLedger
+    from ..storage.gateway import MemoryGateway
+
+Emit = Callable[[str, dict[str, Any]], Any]
+"""Records one outward event of the case (``Case._emit``)."""
 
 POLL_S = 0.02
 
@@ -63,19 +68,25 @@ def _copy_meta(source: MemoryCard) -> dict[str, str]:
 
 
 class Publisher:
-    def __init__(self, case: Case) -> None:
-        self.case = case
-        self.space = case.space  # UnknownCaseError for a deleted case, before anything is done
-        self.gw = case.bureau.gateway
-        self.ledger = case.bureau.ledger
-        self.lease_s = case.bureau.settings.publish_lease_s
+    """Runs the saga for one case. Its dependencies are narrow on purpose: the store, the ledger,
+    the case's current namespace and a way to record events -- not the case or the bureau, so
+    the saga cannot reach anything else (and the service imports it, not the other way round).
+    """
+
+    def __init__(self, gateway: MemoryGateway, ledger: BaseLedger, space: CaseSpace,
+                 emit: Emit, lease_s: float) -> None:
+        self.gw = gateway
+        self.ledger = ledger
+        self.space = space
+        self.case_id = space.case_id
+        self.emit = emit
+        self.lease_s = lease_s
 
     # -- the saga ----------------------------------------------------------------------------
     def publish(self, role: str, card_id: str, wait_s: float = 30.0) -> MemoryCard:
-        case = self.case
         card_id = str(card_id)
         # Already published by this role: one ledger read and one get of the board copy.
-        rec = self.ledger.publication(case.id, card_id)
+        rec = self.ledger.publication(self.case_id, card_id)
         if rec is not None and rec.status == "ready" and rec.source_role == role:
             copy = self._ready_copy(rec)
             if copy is not None:
@@ -83,13 +94,13 @@ class Publisher:
         source = self._source(role, card_id)
         deadline = time.monotonic() + wait_s
         while True:
-            outcome, rec = self.ledger.reserve(case.id, source.id, role, self.lease_s)
+            outcome, rec = self.ledger.reserve(self.case_id, source.id, role, self.lease_s)
             if outcome == "ready":
                 copy = self._ready_copy(rec)
                 if copy is not None:
                     return copy
                 # The ready copy vanished (deleted outside the bureau?): publish it again.
-                self.ledger.drop_publication(case.id, source.id, rec)
+                self.ledger.drop_publication(self.case_id, source.id, rec)
                 continue
             if outcome == "held":
                 if time.monotonic() > deadline:
@@ -100,11 +111,10 @@ class Publisher:
 
     def _run(self, source: MemoryCard, rec: Publication, taken_over: bool,
              deadline: float) -> MemoryCard:
-        case = self.case
         attempt = rec.attempts
         if taken_over:
-            case._emit("publish.taken_over", {"source_id": source.id, "attempt": attempt})
-        case._emit(
+            self.emit("publish.taken_over", {"source_id": source.id, "attempt": attempt})
+        self.emit(
             "memory.publishing",
             {"source_id": source.id, "source_role": source.owner, "attempt": attempt},
         )
@@ -119,7 +129,7 @@ class Publisher:
                                              _copy_meta(source))
                 faults.hit("publish.after_copy_written")
             faults.hit("publish.before_mark_ready")
-            ready = self.ledger.mark_ready(case.id, source.id, copy.id, attempt)
+            ready = self.ledger.mark_ready(self.case_id, source.id, copy.id, attempt)
         except Exception as exc:
             self._compensate(source, attempt, copy, written, exc, deadline)
             raise PublishError(
@@ -131,7 +141,7 @@ class Publisher:
             raise
         if not ready:
             return self._lost_lease(source, copy, written, deadline)
-        case._emit(
+        self.emit(
             "memory.published",
             {"source_id": source.id, "source_role": source.owner, "copy_id": copy.id,
              "topic": copy.topic, "kind": copy.kind, "attempt": attempt},
@@ -149,12 +159,11 @@ class Publisher:
         whether it exists in another role's space, on the board, in another case or nowhere:
         a different refusal would tell a role which ids exist where.
         """
-        case = self.case
         card = self.gw.get(self.space, role, card_id)
         if card is None:
             raise UnknownCardError(
                 f"{role} has no card {short_repr(card_id)} among its private cards in case "
-                f"{case.id}.",
+                f"{self.case_id}.",
                 "A role can only publish its own private cards; list them with "
                 "case.cards(role).",
             )
@@ -166,7 +175,7 @@ class Publisher:
 
     def _doomed(self) -> set[str]:
         """Card ids with a pending cleanup task: never adopt those."""
-        return {t.card_id for t in self.ledger.cleanup_tasks(self.case.id)}
+        return {t.card_id for t in self.ledger.cleanup_tasks(self.case_id)}
 
     def _reconcile(self, source: MemoryCard) -> MemoryCard | None:
         """Adopt a board copy an earlier attempt wrote; delete any duplicates beyond the first."""
@@ -178,7 +187,7 @@ class Publisher:
         keep, extra = copies[0], copies[1:]
         for dup in extra:
             self._delete_or_schedule(dup.id, "duplicate board copy", source.id)
-        self.case._emit(
+        self.emit(
             "memory.reconciled",
             {"source_id": source.id, "copy_id": keep.id, "duplicates_removed": len(extra)},
         )
@@ -187,7 +196,7 @@ class Publisher:
     def _await_settled(self, source_id: str, deadline: float) -> Publication | None:
         """The record once it is no longer pending (or as it is when the deadline passes)."""
         while True:
-            rec = self.ledger.publication(self.case.id, source_id)
+            rec = self.ledger.publication(self.case_id, source_id)
             if rec is None or rec.status != "pending" or time.monotonic() > deadline:
                 return rec
             time.sleep(POLL_S)
@@ -212,13 +221,12 @@ class Publisher:
     def _compensate(self, source: MemoryCard, attempt: int, copy: MemoryCard | None,
                     written: MemoryCard | None, exc: BaseException, deadline: float) -> None:
         """Undo a failed attempt: delete its board copy (if we still own the record), fail it."""
-        case = self.case
         error = f"{type(exc).__name__}: {exc}"
         removed = False
         owned = True
         if copy is not None:
             # Keep the record pending (and ours) while the copy goes, so nobody adopts it meanwhile.
-            owned = self.ledger.renew(case.id, source.id, attempt, self.lease_s)
+            owned = self.ledger.renew(self.case_id, source.id, attempt, self.lease_s)
             if owned:
                 try:
                     faults.hit("publish.during_compensation")
@@ -226,8 +234,8 @@ class Publisher:
                 except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
                     removed = False
                 if not removed:
-                    self.ledger.add_cleanup(case.id, copy.id, BOARD, "publish compensation")
-                    case._emit("cleanup.scheduled", {"card_id": copy.id, "source_id": source.id,
+                    self.ledger.add_cleanup(self.case_id, copy.id, BOARD, "publish compensation")
+                    self.emit("cleanup.scheduled", {"card_id": copy.id, "source_id": source.id,
                                                      "reason": "publish compensation"})
             elif written is not None:
                 rec = self._await_settled(source.id, deadline)
@@ -236,8 +244,8 @@ class Publisher:
                         self._delete_or_schedule(written.id, "lost lease", source.id)
                         removed = True
         if owned:
-            self.ledger.mark_failed(case.id, source.id, attempt, error)
-        case._emit(
+            self.ledger.mark_failed(self.case_id, source.id, attempt, error)
+        self.emit(
             "memory.publish_failed",
             {"source_id": source.id, "error": type(exc).__name__, "attempt": attempt,
              "copy_removed": removed, "cleanup_scheduled": copy is not None and not removed},
@@ -249,8 +257,8 @@ class Publisher:
                 return
         except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
             pass
-        self.ledger.add_cleanup(self.case.id, card_id, BOARD, reason)
-        self.case._emit("cleanup.scheduled",
+        self.ledger.add_cleanup(self.case_id, card_id, BOARD, reason)
+        self.emit("cleanup.scheduled",
                         {"card_id": card_id, "source_id": source_id, "reason": reason})
 
     # -- recovery ----------------------------------------------------------------------------
@@ -260,11 +268,10 @@ class Publisher:
         Live reservations (lease running, owner process alive) are left alone, and every change
         to a record is a compare-and-set, so recover() may run while others publish.
         """
-        case = self.case
         stats = {"cleanups": 0, "completed": 0, "rolled_back": 0, "orphans": 0, "duplicates": 0,
                  "unexplained": 0}
-        ready = {r.copy_id for r in self.ledger.publications(case.id) if r.status == "ready"}
-        for task in self.ledger.cleanup_tasks(case.id):
+        ready = {r.copy_id for r in self.ledger.publications(self.case_id) if r.status == "ready"}
+        for task in self.ledger.cleanup_tasks(self.case_id):
             if task.card_id in ready:  # adopted after all: the task is void
                 done = True
             else:
@@ -272,10 +279,10 @@ class Publisher:
                     done = self.gw.delete_or_gone(self.space, task.owner_role, task.card_id)
                 except Exception:  # noqa: BLE001 - retried next time
                     done = False
-            self.ledger.finish_cleanup(case.id, task.card_id, done)
+            self.ledger.finish_cleanup(self.case_id, task.card_id, done)
             if done:
                 stats["cleanups"] += 1
-                case._emit("cleanup.done", {"card_id": task.card_id})
+                self.emit("cleanup.done", {"card_id": task.card_id})
         # Copies first, records second: a copy listed here was reserved before it was written,
         # so its record is in the list read below (unless recovery itself removed it).
         doomed = self._doomed()
@@ -284,7 +291,7 @@ class Publisher:
             if card.id not in doomed:
                 copies.setdefault(card.source_id or "", []).append(card)
         now = time.time()
-        records = {r.source_id: r for r in self.ledger.publications(case.id)}
+        records = {r.source_id: r for r in self.ledger.publications(self.case_id)}
         for source_id, rec in records.items():
             found = copies.get(source_id, [])
             if rec.status == "pending" and not is_stale(rec, now):
@@ -296,9 +303,9 @@ class Publisher:
                     keep = found[0]
                     if not self.ledger.force_ready(rec, keep.id):
                         continue
-                    case._emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
+                    self.emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
                 elif keep is None:
-                    if self.ledger.drop_publication(case.id, source_id, rec):
+                    if self.ledger.drop_publication(self.case_id, source_id, rec):
                         stats["rolled_back"] += 1
                     continue
             elif found:  # an abandoned attempt wrote its copy: finish it
@@ -306,11 +313,11 @@ class Publisher:
                 if not self.ledger.force_ready(rec, keep.id):
                     continue
                 stats["completed"] += 1
-                case._emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
+                self.emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
             else:  # an abandoned attempt wrote nothing: fail it, a later publish starts over
                 if rec.status == "pending" and self.ledger.abandon(rec, "owner gone or lease over"):
                     stats["rolled_back"] += 1
-                    case._emit("memory.publish_failed",
+                    self.emit("memory.publish_failed",
                                {"source_id": source_id, "error": "abandoned",
                                 "attempt": rec.attempts, "copy_removed": False})
                 continue
@@ -328,5 +335,5 @@ class Publisher:
             stats["unexplained"] += len(found)
             for card in found:
                 log.warning("case %s: board copy %s (source %s) has no publish record; left in "
-                            "place (run `python -m bureau repair`)", case.id, card.id, source_id)
+                            "place (run `python -m bureau repair`)", self.case_id, card.id, source_id)
         return stats

@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import BureauError
-from .model import BOARD, MemoryCard
-from .read_paths import OUTWARD_READ_PATHS, as_text
+from ..errors import BureauError
+from ..model import BOARD, MemoryCard
+from ..service.read_paths import OUTWARD_READ_PATHS, as_text
 
 if TYPE_CHECKING:
-    from .service import Case
+    from ..service import Case
 
 
 @dataclass(frozen=True)
@@ -359,7 +359,7 @@ def timing_guess(
     t = target or pick_target(case)
     asker = other or case
     attacker = t.attacker if t.attacker in asker.role_names else asker.role_names[0]
-    encoder = case.bureau.gateway.encoder
+    encoder = case.bureau.encoder
     tokenizer = getattr(encoder, "tokenizer", None)
     length = (lambda x: len(tokenizer.encode(x).ids)) if tokenizer is not None else len
     rng = random.Random(seed)

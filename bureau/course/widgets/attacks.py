@@ -1,4 +1,4 @@
-"""A table of attack outcomes for lesson 04 (the attacks themselves live in ``bureau.attacks``)."""
+"""A table of attack outcomes for lesson 04 (the attacks themselves live in ``bureau.course.attacks``)."""
 
 from __future__ import annotations
 

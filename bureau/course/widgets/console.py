@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import ipywidgets as W
 
-from ..errors import BureauError
-from ..model import BOARD, Answer, Event, MemoryCard
-from ..service import Bureau, Case
+from ...errors import BureauError
+from ...model import BOARD, Answer, Event, MemoryCard
+from ...service import Bureau, Case
 from ._common import error_html, esc, safe_listener, style_widget
 from .spaces import SpacesState, make_spaces
 from .xray import XrayState, make_xray

@@ -1,0 +1,310 @@
+"""The Bureau: one per process, the façade notebooks, widgets, the lab and the CLI use.
+
+It owns the parts :mod:`bureau.service.assembly` builds from :class:`~bureau.settings.Settings`
+(gateway, ledger, responder, mediator), creates, reattaches and deletes cases, checks on open that
+the card store and the ledger agree, and fans events out to listeners. What happens inside one
+case lives in :mod:`bureau.service.case`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..embedding import Encoder
+from ..errors import (
+    BureauError,
+    CaseDamagedError,
+    StoreLedgerMismatchError,
+    UnknownCaseError,
+)
+from ..ledger import CaseRecord
+from ..mediation import Mediator
+from ..model import Event
+from ..responders import Responder
+from ..scenario import Scenario, load_scenario
+from ..settings import Settings
+from ..text import clean_case_id, short_repr
+from .assembly import assemble, reconfigure
+from .case import Case
+
+log = logging.getLogger(__name__)
+
+
+Listener = Callable[[Event], None]
+
+
+class Bureau:
+    """One per process (PowerMem allows one store per process); get it with :meth:`open`."""
+
+    _instance: Bureau | None = None
+    _instance_lock = threading.Lock()
+
+    def __init__(
+        self,
+        settings: Settings,
+        responder: Responder | None = None,
+        mediator: Mediator | None = None,
+    ) -> None:
+        self._parts = assemble(settings, responder, mediator)
+        self.gateway = self._parts.gateway
+        self.ledger = self._parts.ledger
+        self._listeners: list[Listener] = []
+        self._cases: dict[str, Case] = {}
+        self.check_store()
+        # Board copies whose deletion failed earlier (in any process): retry now. A damaged
+        # case fails alone, when it is touched; it must not keep every other case closed.
+        for task_case in sorted({t.case_id for t in self.ledger.cleanup_tasks()}):
+            try:
+                if self.ledger.get_case(task_case):
+                    self.case(task_case).recover()
+            except BureauError as exc:
+                log.warning("case %s was not recovered on open: %s", task_case, exc)
+
+    def check_store(self) -> dict[str, int]:
+        """Compare the card store with the ledger; sweep retired namespaces; stop on strangers.
+
+        Every card lives under a namespace the ledger knows: a live case's, or one retired by a
+        delete or reset (a holder that missed the change may still write there; such cards are
+        swept here). Cards under a namespace the ledger has never heard of mean the ledger was
+        lost, replaced or belongs to another store: opening anyway would merge them into new
+        cases and let ``recover()`` treat real board copies as orphans.
+        """
+        stored = self.gateway.spaces()
+        if not stored:
+            return {"swept": 0, "unknown": 0}
+        retired = self.ledger.retired_spaces()
+        live = {r.space.store_id for r in self.ledger.list_cases()}
+        swept = 0
+        for store_id in sorted((stored & retired) - live):
+            swept += self.gateway.purge_space(store_id)
+        unknown = sorted(stored - retired - live)
+        if unknown:
+            shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3
+                                             else "")
+            raise StoreLedgerMismatchError(
+                f"The card store in {self.settings.data_dir} holds cards of {len(unknown)} "
+                f"case namespace(s) the ledger {self.ledger!r} does not know ({shown}). The "
+                "ledger was probably lost, replaced or damaged.",
+                "Nothing was changed. Run `python -m bureau repair` to see what was found; "
+                "`python -m bureau repair --adopt` re-registers cases whose snapshot survives, "
+                "`--purge-unknown` deletes the stray cards (see README, 'Repairing a data "
+                "directory').",
+            )
+        return {"swept": swept, "unknown": 0}
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str | Path | None = None,
+        settings: Settings | None = None,
+        **overrides: Any,
+    ) -> Bureau:
+        """Open (or return the already open) bureau of this process.
+
+        ``data_dir`` defaults to ``$BUREAU_DATA_DIR`` or ``~/.local/share/bureau``.
+        """
+        if settings is None:
+            extra = dict(overrides)
+            if data_dir is not None:
+                extra["data_dir"] = Path(data_dir)
+            settings = Settings.from_env(**extra)
+        with cls._instance_lock:
+            inst = cls._instance
+            if inst is not None:
+                # The same store: apply what may change, refuse (naming it) what may not.
+                reconfigure(inst._parts, settings)
+                return inst
+            inst = cls(settings)
+            cls._instance = inst
+            return inst
+
+    # -- parts (built in one place: bureau.service.assembly) -----------------------------------
+    @property
+    def settings(self) -> Settings:
+        return self._parts.settings
+
+    @settings.setter
+    def settings(self, new: Settings) -> None:
+        """Apply new per-request settings (threshold, limits, responder); store settings are
+        refused with the name of what differs (see :func:`~bureau.service.assembly.reconfigure`)."""
+        reconfigure(self._parts, new)
+
+    @property
+    def responder(self) -> Responder:
+        return self._parts.responder
+
+    @responder.setter
+    def responder(self, responder: Responder) -> None:
+        self._parts.responder = responder
+
+    @property
+    def mediator(self) -> Mediator:
+        return self._parts.mediator
+
+    @mediator.setter
+    def mediator(self, mediator: Mediator) -> None:
+        self._parts.mediator = mediator
+
+    @property
+    def encoder(self) -> Encoder:
+        """The sentence encoder in use (read-only: lesson 00's check, the lab's pre-embedding)."""
+        return self.gateway.encoder
+
+    # -- events ------------------------------------------------------------------------------
+    def last_event(self, case_id: str, type_: str | None = None) -> Event | None:
+        """The newest outward event of a case (of one type): what the stage polls."""
+        return self.ledger.last_event(case_id, type_)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every event of every case; returns an unsubscribe function."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _emit(self, case_id: str, type_: str, payload: dict[str, Any]) -> Event:
+        return self._emit_many(case_id, [(type_, payload)])[0]
+
+    def _emit_many(
+        self, case_id: str, items: list[tuple[str, dict[str, Any]]], token: Any = ...
+    ) -> list[Event]:
+        """Record events (one ledger transaction), then tell every listener about each.
+
+        With ``token`` the events are recorded only while the case is that incarnation.
+        """
+        events = self.ledger.append_events(case_id, items, token) if items else []
+        for event in events:
+            for listener in list(self._listeners):
+                try:
+                    listener(event)
+                except Exception:  # noqa: BLE001 - a subscriber must never break a command
+                    log.exception("bureau event listener %r failed on %s", listener, event.type)
+        return events
+
+    # -- cases -------------------------------------------------------------------------------
+    def scenarios(self) -> list[Scenario]:
+        from ..scenario import list_scenarios
+
+        return list_scenarios()
+
+    def load_scenario(self, id_or_path: str | Path, case_id: str | None = None) -> Case:
+        """Create a new case from a scenario file (or shipped id) and write its opening memories."""
+        return self.create_case(load_scenario(id_or_path), case_id)
+
+    def create_case(self, scenario: Scenario, case_id: str | None = None) -> Case:
+        """Create a new case from an in-memory :class:`Scenario` and write its opening memories.
+
+        All or nothing: if any step fails (snapshot, events, seeding), the ledger row, the
+        snapshot and every card written so far are removed again before the error propagates.
+        """
+        if case_id is None:
+            case_id = f"{scenario.id}-{uuid.uuid4().hex[:6]}"
+        case_id = clean_case_id(case_id)
+        snapshot = self._snapshot_path(case_id)
+        record = self.ledger.add_case(case_id, scenario.id, scenario.title, uuid.uuid4().hex[:12])
+        try:
+            self._write_scenario(snapshot, scenario, record)
+            case = Case(self, record, scenario)
+            self._cases[case_id] = case
+            self._emit(case_id, "case.created",
+                       {"scenario_id": scenario.id, "roles": scenario.role_names})
+            case._seed()
+        except BaseException:
+            self._cases.pop(case_id, None)
+            try:
+                self.ledger.delete_case(case_id, record.token)
+            finally:
+                snapshot.unlink(missing_ok=True)
+                self.gateway.purge_space(record.space.store_id)
+            raise
+        return case
+
+    def _snapshot_path(self, case_id: str) -> Path:
+        """``cases/<id>.json``, resolved and checked to lie inside the data directory."""
+        folder = (self.settings.data_dir / "cases").resolve()
+        path = (folder / f"{case_id}.json").resolve()
+        if path.parent != folder:
+            raise UnknownCaseError(f"Case id {short_repr(case_id)} does not name a case file.")
+        return path
+
+    def _write_scenario(self, path: Path, scenario: Scenario, record: CaseRecord) -> None:
+        """The scenario as it was when the case was created: a private file under the data
+        directory, or (server store) a row on the server, since instances share no folder."""
+        body = json.dumps(scenario.to_dict(), indent=1)
+        if self.settings.store == "server":
+            self.ledger.put_snapshot(record.case_id, record.token, body)  # type: ignore[attr-defined]
+            return
+        from ..storage.files import write_private
+
+        write_private(path, body)
+
+    def _read_scenario(self, record: CaseRecord) -> Scenario:
+        """The scenario a case was created from, as it was then (its snapshot; no fallback)."""
+        from ..scenario import parse_scenario
+
+        path = self._snapshot_path(record.case_id)
+        hint = (f"Delete the case with bureau.delete_case({record.case_id!r}) and load its "
+                "scenario again, or restore the file from a backup.")
+        try:
+            if self.settings.store == "server":
+                body = self.ledger.get_snapshot(record.case_id)  # type: ignore[attr-defined]
+                if body is None:
+                    raise FileNotFoundError(record.case_id)
+                path = Path(f"<server snapshot of {record.case_id}>")
+                data = json.loads(body)
+            else:
+                data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CaseDamagedError(
+                f"Case {record.case_id}: its scenario snapshot {path} is missing.", hint
+            ) from None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise CaseDamagedError(
+                f"Case {record.case_id}: its scenario snapshot {path} cannot be read "
+                f"({type(exc).__name__}).", hint
+            ) from None
+        try:
+            return parse_scenario(data, source=path)
+        except BureauError as exc:
+            raise CaseDamagedError(
+                f"Case {record.case_id}: its scenario snapshot {path} is damaged: {exc.message}",
+                hint,
+            ) from None
+
+    def case(self, case_id: str) -> Case:
+        """Reattach to an existing case by id (also one created by another process)."""
+        if type(case_id) is not str or len(case_id) > 128:
+            raise UnknownCaseError(f"There is no case {short_repr(case_id)}.")
+        record = self.ledger.get_case(case_id)
+        if record is None:
+            self._cases.pop(case_id, None)
+            raise UnknownCaseError(
+                f"There is no case {short_repr(case_id)} in {self.settings.data_dir}."
+            )
+        cached = self._cases.get(case_id)
+        if cached is not None and cached.token == record.token:
+            return cached
+        case = self._cases[case_id] = Case(self, record, self._read_scenario(record))
+        return case
+
+    def cases(self) -> list[CaseRecord]:
+        return self.ledger.list_cases()
+
+    def delete_case(self, case_id: str) -> int:
+        """Delete a case for every holder, in every process; returns the cards removed.
+
+        The ledger row goes first (with its namespace retired, in one transaction): from then on
+        every operation on the case raises ``UnknownCaseError``, and a case created later with
+        the same id gets a new, empty namespace.
+        """
+        case = self.case(case_id)
+        old = self.ledger.delete_case(case.id, case.token)
+        self._cases.pop(case.id, None)
+        self._snapshot_path(case.id).unlink(missing_ok=True)
+        return self.gateway.purge_space(old.space.store_id)
+
+

@@ -1,0 +1,389 @@
+"""MemoryGateway: scoped access to the card store, the one door between the bureau and PowerMem.
+
+Everything above it speaks in cases, roles and cards; everything below it is PowerMem (opened by
+:mod:`bureau.storage.setup`). Its job is to make the storage's sharp edges impossible to hit by
+accident:
+
+* every call is scoped by case namespace (PowerMem ``user_id``) *and* role (``agent_id``);
+  PowerMem's own get/delete by id would touch any row, so the gateway checks case and owner first;
+* every returned row is checked again against the scope that was asked for (a filter bug must
+  surface as ``BoundaryViolation``, not as a quiet leak);
+* calls are serialised by the storage lock (PowerMem crashes the process under threads);
+* search is vector-only, one statement per retrieval, and each scope gets its own top-k.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..embedding import Encoder
+from ..errors import BoundaryViolation
+from ..model import CaseSpace, MemoryCard
+from ..settings import Settings
+from .setup import LOCK, open_store, sql_engine, store_key
+
+log = logging.getLogger(__name__)
+
+META_KEYS = (
+    "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created"
+)
+
+
+def _ids(case: CaseSpace) -> tuple[str, str]:
+    """(case id for labels, store namespace for filters). Only a CaseSpace names a namespace:
+    a bare case id would address whichever incarnation once used it."""
+    if not isinstance(case, CaseSpace):
+        raise TypeError(f"the gateway takes a CaseSpace (case.space), not {type(case).__name__}")
+    return case.case_id, case.store_id
+
+
+def _check_row(row: dict[str, Any], uid: str, owner: str | None, what: str) -> dict[str, Any]:
+    """A row the store returned must lie in the scope that was asked for: a filter bug surfaces
+    as ``BoundaryViolation``, never as a quiet leak. (The one copy of this check.)"""
+    if row.get("user_id") != uid or (owner is not None and row.get("agent_id") != owner):
+        raise BoundaryViolation(
+            f"A {what} scoped to {uid}/{owner or '*'} returned a row of "
+            f"{row.get('user_id')}/{row.get('agent_id')}."
+        )
+    return row
+
+
+def _ts(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value or "")
+
+
+class MemoryGateway:
+    """Scoped access to the card store. Obtain it with :meth:`open`, never construct twice."""
+
+    def __init__(self, settings: Settings, memory: Any, encoder: Encoder) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.encoder = encoder
+        self.store_key = store_key(settings)
+
+    @property
+    def sql_engine(self) -> Any:
+        """The store's SQLAlchemy engine, for tests that check the store's own state."""
+        return sql_engine(self.memory)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, settings: Settings, encoder: Encoder) -> MemoryGateway:
+        """The gateway over this process's store (opened now, or the one already open)."""
+        memory, encoder = open_store(settings, encoder)
+        return cls(settings, memory, encoder)
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(
+        self, case: CaseSpace, owner: str, content: str, meta: dict[str, Any]
+    ) -> MemoryCard:
+        case_id, uid = _ids(case)
+        metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
+        metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
+        with LOCK:
+            r = self.memory.add(content, user_id=uid, agent_id=owner, metadata=metadata,
+                                infer=False)
+        card_id = str(r["results"][0]["id"])
+        return self._card(
+            {"id": card_id, "memory": content, "user_id": uid, "agent_id": owner,
+             "metadata": metadata},
+            case_id,
+        )
+
+    def add_many(
+        self,
+        case: CaseSpace,
+        owner: str,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        batch: int = 256,
+    ) -> list[MemoryCard]:
+        """Write many cards of one owner: embed in length-sorted batches, insert rows in bulk.
+
+        The rows have exactly the shape ``Memory.add`` writes (PowerMem's storage adapter builds
+        it the same way), so search, get, list and delete treat them alike; one ``insert`` per
+        batch instead of one per card is what makes seeding a 200-case benchmark cheap.
+        """
+        case_id, uid = _ids(case)
+        if not items:
+            return []
+        storage = self.memory.storage
+        if not hasattr(storage, "_collection_created"):  # PowerMem creates the table lazily
+            return [self.add(case, owner, items[0][0], items[0][1]),
+                    *self.add_many(case, owner, items[1:], batch)]
+        from powermem.utils.utils import get_current_datetime, serialize_datetime
+
+        vectors = self.encoder.embed([text for text, _ in items])
+        cards: list[MemoryCard] = []
+        for start in range(0, len(items), batch):
+            chunk = items[start : start + batch]
+            now = serialize_datetime(get_current_datetime())
+            rows = []
+            for text, meta in chunk:
+                metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
+                metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
+                rows.append({
+                    "data": text, "user_id": uid, "agent_id": owner, "run_id": "",
+                    "actor_id": "", "hash": hashlib.md5(text.encode("utf-8")).hexdigest(),
+                    "created_at": now, "updated_at": now, "category": "",
+                    "fulltext_content": text, "metadata": metadata,
+                })
+            with LOCK:
+                ids = storage.vector_store.insert(
+                    vectors[start : start + len(chunk)].tolist(), rows
+                )
+            if len(ids) != len(rows):
+                raise BoundaryViolation(f"Bulk insert returned {len(ids)} ids for {len(rows)} rows.")
+            cards += [
+                self._card({"id": str(i), "memory": row["data"], "user_id": uid,
+                            "agent_id": owner, "metadata": row["metadata"]}, case_id)
+                for i, row in zip(ids, rows, strict=True)
+            ]
+        return cards
+
+    def delete(self, case: CaseSpace, owner: str, card_id: str) -> bool:
+        """Delete one card, but only if it belongs to this case and owner (False: not there)."""
+        _, uid = _ids(case)
+        with LOCK:
+            if self.get(case, owner, card_id) is None:
+                return False
+            return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
+
+    def delete_or_gone(self, case: CaseSpace, owner: str, card_id: str) -> bool:
+        """True once the card is not in the store any more (deleted now, or already gone)."""
+        with LOCK:
+            return self.delete(case, owner, card_id) or self.get(case, owner, card_id) is None
+
+    def purge_case(self, case: CaseSpace, max_rounds: int = 100) -> int:
+        """Delete every card of a case namespace and verify none is left (PowerMem's delete_all
+        leaves rows)."""
+        return self.purge_space(_ids(case)[1], max_rounds)
+
+    def purge_space(self, uid: str, max_rounds: int = 100) -> int:
+        """Delete every card stored under one namespace (``user_id``), verified."""
+        deleted = 0
+        with LOCK:
+            for _ in range(max_rounds):
+                rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
+                if not rows:
+                    break
+                for row in rows:
+                    _check_row(row, uid, None, "purge")
+                    if self.memory.delete(int(row["id"]), user_id=uid, agent_id=row.get("agent_id")):
+                        deleted += 1
+            left = int(self.memory.count_all(user_id=uid))
+        if left:
+            raise BoundaryViolation(f"{left} cards of {uid} survived deletion.")
+        return deleted
+
+    # -- reads -------------------------------------------------------------------------------
+    def embed_query(self, text: str) -> tuple[np.ndarray, float]:
+        """Embed a question; returns (unit vector, ms). The ms reach every outward view.
+
+        Never through the encoder's shared cache (``cache=False``): it holds every case's card
+        texts and would hold every question, so a hit (~0.02 ms against ~5 ms) would tell a
+        role that its guess is some other role's card, or that someone already asked this.
+
+        And never the same vector twice: seekdb answers an exactly repeated search statement
+        ~9 % faster, and the board's search is the same statement for every role of a case, so
+        a role could tell that another one had asked the very same question (measured: 239 of
+        300 repeats faster; 151 of 300 after this). Scaling each component by a random factor
+        within 1 ± 2⁻²¹ (a few float32 ulps) makes every query new to the store and moves a
+        cosine by less than 1e-6.
+        """
+        start = time.perf_counter()
+        vec = self.encoder.embed([text], cache=False)[0]
+        jitter = np.random.default_rng().uniform(-(2.0**-21), 2.0**-21, vec.shape)
+        vec = (vec * (1.0 + jitter)).astype(np.float32)
+        return vec, (time.perf_counter() - start) * 1000
+
+    def search_scope(
+        self, case: CaseSpace, owner: str, vector: np.ndarray, limit: int
+    ) -> tuple[list[MemoryCard], float]:
+        """Vector search in one owner's space of one case; returns (cards with scores, ms)."""
+        case_id, uid = _ids(case)
+        start = time.perf_counter()
+        with LOCK:
+            rows = self.memory.storage.search_memories(
+                query_embedding=vector.tolist(), user_id=uid, agent_id=owner, limit=limit
+            )
+        ms = (time.perf_counter() - start) * 1000
+        return [self._scored(_check_row(row, uid, owner, "search"), case_id) for row in rows], ms
+
+    def search_scopes(
+        self, case: CaseSpace, owners: Sequence[str], vector: np.ndarray, limit_per_scope: int
+    ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """Each owner's own top ``limit_per_scope`` cards; returns them and the search's ms.
+
+        Every scope gets its own top-k, whatever the others hold: a role with many similar notes
+        of its own must not push a relevant board copy out of the results (one filtered query
+        with ``agent_id IN (...)`` and a shared limit did exactly that).
+
+        Speed without changing the answer: one SQL statement holds one sub-query per scope --
+        each exactly the query PowerMem's own search sends (same filter, same distance, same
+        ``APPROXIMATE LIMIT``) -- joined by ``UNION ALL``. That is one round trip instead of one
+        per scope, and it skips PowerMem's per-call query building (about 4 ms a search). The
+        tests compare it card for card with PowerMem's per-scope search.
+        """
+        case_id, uid = _ids(case)
+        wanted = list(dict.fromkeys(owners))
+        k = int(limit_per_scope)
+        engine = sql_engine(self.memory)
+        if engine is None:  # not an SQL store: one PowerMem search per scope
+            start = time.perf_counter()
+            found = {o: self.search_scope(case, o, vector, k)[0] for o in wanted}
+            return found, (time.perf_counter() - start) * 1000
+        from sqlalchemy import text
+
+        vs = self.memory.storage.vector_store
+        cols = [vs.text_field, vs.metadata_field, vs.primary_field, "user_id", "agent_id",
+                "created_at"]
+        # The vector literal exactly as pyobvector writes it, so distances are identical.
+        lit = "[" + ",".join(str(np.float32(v)) for v in vector.tolist()) + "]"
+        inner = ", ".join(f"`{c}`" for c in cols)
+        parts = [
+            f"(SELECT {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
+            f" FROM `{vs.collection_name}` WHERE `user_id` = :uid AND `agent_id` = :a{i}"
+            f" ORDER BY cosine_distance(`{vs.vector_field}`, '{lit}') APPROXIMATE LIMIT {k})"
+            for i in range(len(wanted))
+        ]
+        # Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
+        # names its columns itself: select them again, by position, from the union.
+        sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
+               + " UNION ALL ".join(parts) + ") AS u")
+        params = {"uid": uid, **{f"a{i}": o for i, o in enumerate(wanted)}}
+        start = time.perf_counter()
+        with LOCK, engine.connect() as conn:
+            rows = conn.execute(text(sql), params).fetchall()
+        ms = (time.perf_counter() - start) * 1000
+        out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
+        for content, meta, row_id, row_uid, owner, created, dist in rows:
+            if owner not in out:
+                raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
+                                        f"{row_uid}/{owner}.")
+            row = _check_row({
+                "id": row_id, "memory": content, "user_id": row_uid, "agent_id": owner,
+                "metadata": json.loads(meta) if isinstance(meta, str | bytes) else (meta or {}),
+                "created_at": created,
+                # PowerMem's similarity for cosine distance d, so _scored reads both paths alike
+                "score": max(0.0, 1.0 - float(dist) / 2.0),
+            }, uid, owner, "search")
+            out[owner].append((float(dist), self._scored(row, case_id)))
+        found = {o: [c for _, c in sorted(hits, key=lambda h: h[0])][:k] for o, hits in out.items()}
+        return found, ms
+
+    def raw_search(
+        self, case: CaseSpace, owner: str, query: str, limit: int
+    ) -> list[dict[str, Any]]:
+        """PowerMem's own ``Memory.search``: the benchmark's baseline, not used by the service."""
+        _, uid = _ids(case)
+        with LOCK:
+            return self.memory.search(query, user_id=uid, agent_id=owner, limit=limit)["results"]
+
+    def raw_add(self, case: CaseSpace, owner: str, content: str) -> str:
+        """PowerMem's own ``Memory.add``: the benchmark's baseline for publish."""
+        _, uid = _ids(case)
+        with LOCK:
+            r = self.memory.add(content, user_id=uid, agent_id=owner, infer=False)
+        return str(r["results"][0]["id"])
+
+    def get(self, case: CaseSpace, owner: str, card_id: str) -> MemoryCard | None:
+        case_id, uid = _ids(case)
+        if type(card_id) is not str or not card_id.isascii() or not card_id.isdigit():
+            return None  # ids are decimal integers; anything else names no card
+        with LOCK:
+            row = self.memory.get(int(card_id), user_id=uid, agent_id=owner)
+        if row is None or row.get("user_id") != uid or row.get("agent_id") != owner:
+            return None
+        return self._card(row, case_id)
+
+    def list(
+        self,
+        case: CaseSpace,
+        owner: str | None = None,
+        where: dict[str, Any] | None = None,
+        page: int = 500,
+    ) -> list[MemoryCard]:
+        """All cards of a case (optionally of one owner, optionally matching metadata), oldest first."""
+        case_id, uid = _ids(case)
+        out: list[MemoryCard] = []
+        offset = 0
+        with LOCK:
+            while True:
+                rows = self.memory.get_all(
+                    user_id=uid, agent_id=owner, filters=where or None, limit=page, offset=offset,
+                    sort_by="id", order="asc",
+                )["results"]
+                out += [self._card(_check_row(row, uid, owner, "list"), case_id) for row in rows]
+                if len(rows) < page:
+                    return out
+                offset += page
+
+    def count(self, case: CaseSpace, owner: str | None = None) -> int:
+        _, uid = _ids(case)
+        with LOCK:
+            return int(self.memory.count_all(user_id=uid, agent_id=owner))
+
+    def spaces(self) -> set[str]:
+        """Every namespace (``user_id``) that holds at least one card: one indexed query.
+
+        The service compares them with the ledger on open, so a store whose ledger was lost or
+        replaced is noticed instead of being silently merged into new cases.
+        """
+        from sqlalchemy import text
+
+        engine = sql_engine(self.memory)
+        if engine is None:  # not an SQL store: page through every row instead
+            seen: set[str] = set()
+            offset = 0
+            with LOCK:
+                while True:
+                    rows = self.memory.get_all(limit=1000, offset=offset)["results"]
+                    seen |= {str(r.get("user_id") or "") for r in rows}
+                    if len(rows) < 1000:
+                        return seen
+                    offset += 1000
+        with LOCK, engine.connect() as conn:
+            try:
+                rows = conn.execute(
+                    text(f"SELECT DISTINCT `user_id` FROM `{self.settings.collection}`")
+                ).fetchall()
+            except Exception as exc:  # noqa: BLE001 - no card table yet: nothing stored
+                if "doesn't exist" in str(exc) or "not exist" in str(exc):
+                    return set()
+                raise
+        return {str(r[0] or "") for r in rows}
+
+    # -- mapping -----------------------------------------------------------------------------
+    @classmethod
+    def _scored(cls, row: dict[str, Any], case_id: str) -> MemoryCard:
+        # PowerMem reports 1 - d/2 for cosine distance d = 1 - cos; the bureau speaks cosine.
+        score = 2.0 * float(row.get("score") or 0.0) - 1.0
+        return cls._card(row, case_id).with_score(round(score, 6))
+
+    @staticmethod
+    def _card(row: dict[str, Any], case_id: str) -> MemoryCard:
+        meta = row.get("metadata") or {}
+        return MemoryCard(
+            id=str(row["id"]),
+            case_id=case_id,
+            owner=str(row.get("agent_id")),
+            visibility=meta.get("visibility", "private"),
+            topic=meta.get("topic", "general"),
+            kind=meta.get("kind", "note"),
+            content=row.get("memory") if row.get("memory") is not None else row.get("content", ""),
+            created_at=meta.get("created") or _ts(row.get("created_at")),
+            source_role=meta.get("source_role"),
+            source_id=meta.get("source_id"),
+            content_hash=meta.get("content_hash"),
+            seed_key=meta.get("seed_key"),
+        )
