@@ -55,13 +55,6 @@ class MemoryCard:
     def with_score(self, score: float) -> MemoryCard:
         return MemoryCard(**{**asdict(self), "score": score})
 
-    def meta(self) -> dict[str, Any]:
-        """Everything except the body: safe to put into events and outward views."""
-        d = asdict(self)
-        d.pop("content")
-        d.pop("score")
-        return d
-
     def snippet(self, width: int = 80) -> str:
         text = " ".join(self.content.split())
         return text if len(text) <= width else text[: width - 1] + "…"

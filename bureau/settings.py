@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
-from .errors import ConfigurationError
+from .errors import BureauError, ConfigurationError, InvalidArgumentError
+from .text import short_repr
 
 STORES = ("embedded", "server")
 EMBEDDERS = ("minilm", "openai", "hash")
@@ -102,6 +103,23 @@ def _integer(value: object, lo: int, hi: int, label: str) -> int:
     if not lo <= n <= hi:
         raise ConfigurationError(f"{label} must lie between {lo} and {hi}, not {n}.")
     return n
+
+
+DEFAULT_THRESHOLD = 0.45
+"""Cosine similarity a card needs to count as knowing (MiniLM scale): the one copy of it."""
+LIMIT_RANGE = (1, 100)
+"""Cards per scope a search may ask for."""
+
+
+def check_limit(
+    value: object, label: str = "limit", error: type[BureauError] = InvalidArgumentError
+) -> int:
+    """A per-scope search limit: a whole number in :data:`LIMIT_RANGE` (the one copy of this
+    check, used by Settings, ``Case.retrieve`` and the lab)."""
+    lo, hi = LIMIT_RANGE
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        raise error(f"{label} must be a whole number from {lo} to {hi}, not {short_repr(value)}.")
+    return int(value)
 
 
 def _flag(value: object, label: str) -> bool:
@@ -209,7 +227,7 @@ class Settings:
     embedding_dims: int = 384
     embedding_base_url: str | None = None
     embedding_api_key_env: str = "OPENAI_API_KEY"
-    relevance_threshold: float = 0.45
+    relevance_threshold: float = DEFAULT_THRESHOLD
     """Cosine similarity a card needs to count as knowing the answer (MiniLM scale)."""
     search_limit: int = 5
     """Cards returned per scope; the X-ray shows them all, the responder uses those above threshold."""
@@ -239,7 +257,8 @@ class Settings:
         _text(self.embedding_api_key_env, "embedding_api_key_env")
         threshold = _fraction(self.relevance_threshold, "relevance_threshold")
         _set(self, "relevance_threshold", threshold)
-        _set(self, "search_limit", _integer(self.search_limit, 1, 100, "search_limit"))
+        _set(self, "search_limit", check_limit(self.search_limit, "search_limit",
+                                               ConfigurationError))
         _flag(self.query_per_scope, "query_per_scope")
         _choice(self.responder, RESPONDERS, "responder")
         if self.llm is not None and not isinstance(self.llm, LLMSettings):

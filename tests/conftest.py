@@ -31,11 +31,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def magpie_path() -> Path | None:
-    env = os.environ.get("BUREAU_MAGPIE")
-    if env:
-        return Path(env)
-    p = REPO.parent / "shared" / "datasets" / "magpie" / "magpie.tsv"
-    return p if p.exists() else None
+    """MAGPIE where the package looks for it (one rule: ``default_magpie_path``), or None."""
+    from bureau.errors import ScenarioError
+    from bureau.leakage.magpie import default_magpie_path
+
+    try:
+        return default_magpie_path()
+    except ScenarioError:
+        return None
 
 
 @pytest.fixture(scope="session")

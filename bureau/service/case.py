@@ -25,6 +25,7 @@ from ..mediation import released
 from ..model import BOARD, Answer, CaseSpace, Event, MemoryCard, RetrievalTrace, ScopeResult
 from ..scenario import Scenario
 from ..scopes import readable_scopes
+from ..settings import check_limit
 from ..text import MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
 from .publish import Publisher
 
@@ -299,12 +300,3 @@ def _public_meta(card: MemoryCard) -> dict[str, Any]:
     (read by the stage and every process) carry none of them.
     """
     return {"card_id": card.id, "owner": card.owner, "visibility": card.visibility}
-
-
-def check_limit(limit: object) -> int:
-    """A per-scope search limit: a whole number from 1 to 100 (the one copy of this check)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
-        raise InvalidArgumentError(
-            f"limit must be a whole number from 1 to 100, not {short_repr(limit)}."
-        )
-    return int(limit)
