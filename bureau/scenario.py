@@ -41,10 +41,12 @@ from pydantic import (
 
 from .errors import InvalidTextError, ScenarioError
 from .model import BOARD
+from .resources import shipped_root
 from .text import MAX_CARD_CHARS, MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SCENARIO_DIR = REPO_ROOT / "scenarios"
+SHIPPED_ROOT = shipped_root()
+"""The repository root in a checkout, ``bureau/_shipped`` when installed (see bureau.resources)."""
+SCENARIO_DIR = SHIPPED_ROOT / "scenarios"
 """Where shipped scenarios live; ``load_scenario("safe-combination")`` looks here."""
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -599,7 +601,7 @@ def _json_float(text: str) -> float:
 def _display(path: Path) -> str:
     """``scenarios/x.yaml`` for shipped files, else the path as given (cut if absurdly long)."""
     try:
-        text = path.resolve().relative_to(REPO_ROOT).as_posix()
+        text = path.resolve().relative_to(SHIPPED_ROOT).as_posix()
     except (ValueError, OSError, RuntimeError):  # elsewhere, a NUL byte, a symlink loop
         text = str(path)
     return _clip_path(text)

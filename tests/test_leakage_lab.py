@@ -1,7 +1,9 @@
 """The leakage lab on real storage (embedded seekdb through the Bureau) and the real MiniLM.
 
 * fast: the MAGPIE -> Bureau mapping, the query definition, the mini set end to end in this
-  process, and ``python -m bureau.leakage`` on the mini set in a subprocess with its own store;
+  process, a hand-built lab set (no MAGPIE object: what a second benchmark's converter would hand
+  the runner), and ``python -m bureau.leakage`` on the mini set in a subprocess with its own
+  store;
 * full MAGPIE (marked ``slow``, skipped only when the data is absent): policies b-d leak no
   private item to any requester, checked by id, by card body and by scope; the shared pool does
   leak; publishing gives recall; the relevance AUROC equals an independent computation.
@@ -24,24 +26,22 @@ from conftest import REPO, magpie_path
 from sklearn.metrics import roc_auc_score
 
 from bureau.embedding import MiniLMEncoder, shared_minilm
+from bureau.leakage import policies
 from bureau.leakage.__main__ import main
-from bureau.leakage.magpie import MagpieScenario, load_magpie
-from bureau.leakage.policies import (
-    BUREAU_POLICIES,
-    POLICIES,
+from bureau.leakage.convert import query_text, role_names, slug, to_bureau_scenario, to_lab
+from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
+from bureau.leakage.magpie import MagpieScenario, load_magpie, subset
+from bureau.leakage.policies import BUREAU_POLICIES, POLICIES
+from bureau.leakage.report import relevance, summarize
+from bureau.leakage.runner import (
     REQUEST_COLUMNS,
     RETRIEVAL_COLUMNS,
     lab_texts,
     leaked_contents,
-    query_text,
-    role_names,
     run_lab,
-    slug,
-    subset,
-    to_bureau_scenario,
 )
-from bureau.leakage.report import relevance, summarize
 from bureau.model import BOARD
+from bureau.scenario import parse_scenario
 from bureau.text import MAX_QUESTION_CHARS
 
 MINI = REPO / "data" / "magpie_mini"
@@ -100,10 +100,39 @@ def test_query_definition():
 def test_subset_spreads_over_the_ids():
     data = load_magpie(MINI)
     assert subset(data, None) is data
+    assert data.source_scenarios is None and not to_lab(data).is_subset
     two = subset(data, 2)
     assert [s.scenario_id for s in two.scenarios] == [data.scenarios[0].scenario_id,
                                                       data.scenarios[-1].scenario_id]
     assert len(two.items) == len(two.scenarios[0].items) + len(two.scenarios[1].items)
+    assert two.source_scenarios == 3 and subset(two, 1).source_scenarios == 3
+    assert to_lab(two).is_subset
+
+
+def test_mini_lab_set_keeps_items_queries_and_seed_keys():
+    data = load_magpie(MINI)
+    lab = to_lab(data)
+    assert lab.counts == data.counts() and lab.dataset is data and len(lab) == len(data)
+    assert [i.item_id for i in lab.items] == [i.item_id for i in data.items]
+    for s, ls in zip(data.scenarios, lab.scenarios, strict=True):
+        assert [a.query for a in ls.agents] == [my_query(s, a) for a in s.agents]
+        assert not any(a.query_cut for a in ls.agents)
+        for item in ls.items:  # the seed memory called seed_key holds the item, for its owner
+            owner, memory = ls.scenario.seed(item.seed_key)
+            assert (owner, memory.content, memory.kind) == (ls.role_of(item.owner), item.text,
+                                                            item.label)
+
+
+def test_old_import_path_still_works():
+    """Lesson 05 and older notebooks import the lab from ``bureau.leakage.policies``."""
+    from bureau.leakage.runner import LabResult
+
+    old = [policies.query_text, policies.run_lab, policies.subset, policies.LabResult]
+    assert old == [query_text, run_lab, subset, LabResult]
+    for name in policies.MOVED:  # every moved name still resolves
+        assert getattr(policies, name) is not None and name in dir(policies)
+    with pytest.raises(AttributeError):
+        _ = policies.no_such_name
 
 
 def test_every_magpie_scenario_maps_to_a_valid_case():
@@ -154,6 +183,42 @@ def test_mini_bureau_policies(mini):
 
 def test_mini_cleanup_removed_the_cases(bureau, mini):
     assert not {c.case_id for c in bureau.cases()} & set(mini.case_ids.values())
+
+
+def test_runner_takes_a_lab_set_from_any_benchmark(bureau):
+    """A lab set built by hand, no MAGPIE object anywhere: the runner needs only the converted
+    scenario, so a second benchmark needs a converter, not a second runner."""
+    texts = {
+        "k0": "lunch: Ana brings lentil soup for the team on Fridays.",
+        "k1": "health: Ana has knee surgery in May and will be away for three weeks.",
+        "k2": "budget: Ben's team overspent its travel budget by ten percent.",
+    }
+    owners = {"k0": "ana", "k1": "ana", "k2": "ben"}
+    labels = {"k0": "shareable", "k1": "private", "k2": "private"}
+    scenario = parse_scenario({
+        "id": "two_desks", "title": "Two desks",
+        "roles": [{"name": "ana", "title": "Ana"}, {"name": "ben", "title": "Ben"}],
+        "memories": {role: [{"key": key, "topic": "note", "kind": labels[key],
+                             "content": texts[key]} for key in texts if owners[key] == role]
+                     for role in ("ana", "ben")},
+    })
+    items = tuple(
+        LabItem(item_id=f"desk_1/{owners[key]}/{key}", scenario_id="desk_1", domain="desk",
+                owner=owners[key].title(), label=labels[key], text=texts[key], seed_key=key)
+        for key in texts
+    )
+    agents = tuple(LabAgent(name=r.title(), role=r, query=f"{r.title()}: plan the team's week")
+                   for r in ("ana", "ben"))
+    lab = LabSet(name="hand-made", counts={},
+                 scenarios=(LabScenario("desk_1", "desk", scenario, agents, items, "hand-desk"),))
+    result = run_lab(bureau, lab, k=5, cleanup=True)
+    assert result.lab is lab and result.dataset is None
+    assert result.case_ids["desk_1"].startswith("hand-desk-")
+    summary = summarize(result).set_index("policy")
+    assert summary.loc["a_shared_pool", "leaked_pairs"] == 2  # top-5 of 3 items: everything
+    assert (summary.loc[list(BUREAU_POLICIES), "leaked_pairs"] == 0).all()
+    assert summary.loc["c_bureau_published", "retrieved_shareable_pairs"] == 1  # Ben gets lunch
+    assert summary.loc["b_bureau_closed", "retrieved_shareable_pairs"] == 0
 
 
 # --- the command ----------------------------------------------------------------------------------

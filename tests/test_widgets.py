@@ -8,6 +8,7 @@ stage subscribes to the session's bureau, so each test closes what it built.
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from conftest import REPO, run_python
 
 from bureau import BOARD
 from bureau.course.attacks import pick_target, run_all, stage_peek
+from bureau.course.cast import Cast
 from bureau.course.widgets import (
     EXERCISES,
     check,
@@ -29,6 +31,7 @@ from bureau.course.widgets import (
 from bureau.course.widgets.console import NEW
 from bureau.course.widgets.stage import latest_case_id
 from bureau.errors import BureauError
+from bureau.scenario import list_scenarios
 from bureau.service import faults
 from bureau.service.read_paths import as_text
 
@@ -322,17 +325,47 @@ def test_a_failing_listener_cannot_break_a_publish(bureau, case):
 # -- exercises, attacks, environment, plots -------------------------------------------------------
 LESSON_EXERCISES = ["00-counts", "01-gardener", "02-suspect-question", "03-footprint", "04-peek"]
 """Exercises of lessons 00-04, whose solutions run against a plain safe-combination case."""
+SCENARIO_EXERCISES = ["00-counts", "01-gardener", "02-suspect-question", "03-footprint"]
+"""Exercises of lessons 00-03, which follow the lesson's ``scenario`` parameter."""
+SCENARIOS = ["safe-combination", "the-mole", "ward-seven"]
+
+
+def _solve(bureau, case, exercise_id: str):
+    """Run the solution shown in the lesson's <details> in a lesson-like namespace; its answer."""
+    ns = {"case": case, "cast": Cast.of(case), "bureau": bureau, "faults": faults,
+          "BureauError": BureauError, "answer": None, "caught": None}
+    exec(EXERCISES[exercise_id].solution, ns)
+    return ns["caught"] if exercise_id == "04-peek" else ns["answer"]
 
 
 @pytest.mark.parametrize("exercise_id", LESSON_EXERCISES)
 def test_exercise_solutions_pass_and_blank_answers_do_not(bureau, case, exercise_id):
     assert not check(exercise_id, case, None)
-    ns = {"case": case, "bureau": bureau, "faults": faults, "BureauError": BureauError,
-          "answer": None, "caught": None}
-    exec(EXERCISES[exercise_id].solution, ns)  # the code shown in the lesson's <details>
-    verdict = check(exercise_id, case, ns["caught"] if exercise_id == "04-peek" else ns["answer"])
+    verdict = check(exercise_id, case, _solve(bureau, case, exercise_id))
     assert verdict.ok, verdict.message
     assert 'data-ok="true"' in verdict._repr_html_()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS[1:])
+@pytest.mark.parametrize("exercise_id", SCENARIO_EXERCISES)
+def test_exercises_follow_the_scenario(bureau, scenario, exercise_id):
+    """The same solution text solves the exercise in every shipped case; blanks never do."""
+    case = bureau.load_scenario(scenario)
+    try:
+        assert not check(exercise_id, case, None)
+        verdict = check(exercise_id, case, _solve(bureau, case, exercise_id))
+        assert verdict.ok, verdict.message
+    finally:
+        bureau.delete_case(case.id)
+
+
+def test_exercise_solutions_name_no_role_or_card():
+    """A solution is shown once for every scenario, so it may name roles and cards only via cast."""
+    names = {r.name for s in list_scenarios() for r in s.roles}
+    names |= {m.key for s in list_scenarios() for _, m in s.seeds()}
+    for exercise_id in SCENARIO_EXERCISES:
+        quoted = set(re.findall(r'"([a-z][a-z0-9_-]*)"', EXERCISES[exercise_id].solution))
+        assert not quoted & names, (exercise_id, quoted & names)
 
 
 def test_exercise_checks_explain_wrong_answers(case):
@@ -344,6 +377,21 @@ def test_exercise_checks_explain_wrong_answers(case):
     case.whisper("suspect", GARDENER)
     v = check("01-gardener", case)
     assert not v and "detective" in v.message
+
+
+def test_exercise_checks_name_the_scenarios_roles(bureau):
+    case = bureau.load_scenario("the-mole")
+    try:
+        v = check("00-counts", case, None)
+        assert not v and "'detective'" in v.message
+        v = check("01-gardener", case)
+        assert not v and "harbourmaster" in v.message and "suspect" not in v.message
+        v = check("02-suspect-question", case, "Is someone feeding the police false tips?")
+        assert not v and v.message.startswith("The harbourmaster finds no card")
+        v = check("03-footprint", case)
+        assert not v and "leak-warning" in v.message
+    finally:
+        bureau.delete_case(case.id)
 
 
 def test_every_attack_is_blocked_with_a_reason(bureau, case):

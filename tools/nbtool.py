@@ -9,21 +9,69 @@ Widget state, papermill metadata and per-cell execution metadata are dropped; th
     python tools/nbtool.py execute notebooks/0*.ipynb   # run in a temporary data dir, then clean
     python tools/nbtool.py clean notebooks/*.ipynb      # clean only
     python tools/nbtool.py check notebooks/*.ipynb      # exit 1 if a notebook breaks the policy
+    python tools/nbtool.py nav [--check]                # navigation and contents from COURSE
+
+Navigation (the "previous / next" cells that open and close every lesson), the contents table in
+lesson 00 and the lesson table in notebooks/README.md are generated from one table, ``COURSE``:
+adding a lesson is a notebook plus one row there, then ``nbtool.py nav``. ``tests/test_nbtool.py``
+fails while any of them is out of date with the table.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
 CHECK = "# NBVAL_CHECK_OUTPUT"
 KERNELSPEC = {"display_name": "Python 3 (bureau)", "language": "python", "name": "python3"}
+NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+class Lesson(NamedTuple):
+    """One row of the course table. A NamedTuple, not a dataclass: the tests load this script
+    by path, without registering it in ``sys.modules``, which dataclasses need."""
+
+    file: str
+    title: str
+    """Shown in the navigation cells and in the contents; starts with the lesson's number."""
+    summary: str
+    """One line: what the lesson teaches (the contents and notebooks/README.md show it)."""
+
+
+COURSE: list[Lesson] = [
+    Lesson("00_welcome.ipynb", "00 · Welcome to the Bureau",
+           "environment check (offline, hash-pinned model), vocabulary, the console"),
+    Lesson("01_whisper.ipynb", "01 · Whisper: private memory",
+           "writing a private card; what each role can read"),
+    Lesson("02_interrogate.ipynb", "02 · Interrogate: the memory X-ray",
+           "the memory X-ray: scopes, scores, threshold, misses, latency"),
+    Lesson("03_publish.ipynb", "03 · Publish: the saga in slow motion",
+           "the only way out of a private space, the saga behind it, a crash and "
+           "`case.recover()`"),
+    Lesson("04_attacks.ipynb", "04 · Attacks that fail, and why",
+           "prompt injection, injected cards, cross-case publish, tampering, stage peeking, "
+           "timing, each shown failing with the reason"),
+    Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage on MAGPIE",
+           "leak rate vs. recall on the MAGPIE benchmark: relevance is not authorisation"),
+    Lesson("06_llm_voice.ipynb",
+           "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
+           "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
+           "measured against a naive shared memory"),
+]
+"""The course, in order: the one table navigation and contents are generated from."""
+STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); set `BUREAU_CASE` "
+         "to pin a case")
+NAV_OPEN, NAV_CLOSE = "<!--NAVIGATION-->", "<!--/NAVIGATION-->"
+TOC_OPEN, TOC_CLOSE = "<!--CONTENTS-->", "<!--/CONTENTS-->"
+CONTENTS_LINK = "[Contents](00_welcome.ipynb#Contents)"
 
 
 def is_checked(cell: nbformat.NotebookNode) -> bool:
@@ -91,11 +139,105 @@ def execute(paths: list[Path], timeout: int = 300) -> None:
         shutil.rmtree(data, ignore_errors=True)
 
 
+# -- navigation and contents, generated from COURSE ----------------------------------------------
+def nav_cell(i: int) -> str:
+    """The navigation cell of lesson ``i``: previous lesson, contents, next lesson."""
+    prev = f"[◀ {COURSE[i - 1].title}]({COURSE[i - 1].file})" if i > 0 else "◀ (start)"
+    nxt = (f"[{COURSE[i + 1].title} ▶]({COURSE[i + 1].file})" if i + 1 < len(COURSE)
+           else "(end) ▶")
+    return f"{NAV_OPEN}\n{prev} | {CONTENTS_LINK} | {nxt}\n{NAV_CLOSE}"
+
+
+def contents_cell() -> str:
+    """Lesson 00's contents (its ``## Contents`` heading is the target of every nav link)."""
+    rows = "\n".join(f"| [{le.title}]({le.file}) | {le.summary} |" for le in COURSE)
+    return (
+        f"{TOC_OPEN}\n## Contents\n\n| lesson | you will learn |\n|---|---|\n{rows}\n\n"
+        f"The projector view for a classroom is `notebooks/{STAGE[0]}` (`make stage` serves "
+        f"it).\n{TOC_CLOSE}"
+    )
+
+
+def readme_table() -> str:
+    """The lesson table of notebooks/README.md, between the contents markers."""
+    rows = [f"| [`{le.file}`]({le.file}) | {le.summary} |" for le in COURSE]
+    rows.append(f"| [`{STAGE[0]}`]({STAGE[0]}) | {STAGE[1]} |")
+    return f"{TOC_OPEN}\n| notebook | what it teaches |\n|---|---|\n" + "\n".join(rows) + \
+        f"\n{TOC_CLOSE}"
+
+
+def _set_nav(nb: nbformat.NotebookNode, i: int) -> None:
+    for at in (0, -1):
+        if not (nb.cells and nb.cells[at].source.startswith(NAV_OPEN)):
+            nb.cells.insert(0 if at == 0 else len(nb.cells), nbformat.v4.new_markdown_cell(""))
+        nb.cells[at].source = nav_cell(i)
+
+
+def _toc_block(text: str) -> re.Match[str] | None:
+    return re.search(re.escape(TOC_OPEN) + r".*?" + re.escape(TOC_CLOSE), text, re.S)
+
+
+def nav(nb_dir: Path = NB_DIR, write: bool = True) -> tuple[list[str], list[str]]:
+    """Bring nav cells, lesson 00's contents and the README table in line with ``COURSE``.
+
+    Returns ``(stale, broken)``: what was (with ``write=False``: would be) rewritten, and what no
+    rewrite can fix (a numbered notebook missing from the table, a row without its notebook, a
+    README without the markers), so a new lesson cannot be forgotten in the table.
+    """
+    stale: list[str] = []
+    broken: list[str] = []
+    listed = [le.file for le in COURSE]
+    for path in sorted(nb_dir.glob("[0-9][0-9]_*.ipynb")):
+        if path.name not in listed:
+            broken.append(f"{path.name}: not in COURSE (tools/nbtool.py): add a row for it")
+    for i, lesson in enumerate(COURSE):
+        path = nb_dir / lesson.file
+        if not path.exists():
+            broken.append(f"{lesson.file}: listed in COURSE but the notebook does not exist")
+            continue
+        nb = nbformat.read(path, as_version=4)
+        before = [c.source for c in nb.cells]
+        _set_nav(nb, i)
+        if i == 0:
+            toc = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith(TOC_OPEN)]
+            if not toc:
+                nb.cells.insert(len(nb.cells) - 1, nbformat.v4.new_markdown_cell(""))
+                toc = [nb.cells[-2]]
+            toc[0].source = contents_cell()
+        if [c.source for c in nb.cells] != before:
+            stale.append(f"{lesson.file}: navigation or contents out of date with COURSE")
+            if write:
+                nbformat.write(clean(nb), path)
+    readme = nb_dir / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    block = _toc_block(text)
+    if block is None:
+        broken.append(f"{readme.name}: no {TOC_OPEN} … {TOC_CLOSE} block for the lesson table")
+    elif block.group(0) != readme_table():
+        stale.append(f"{readme.name}: lesson table out of date with COURSE")
+        if write:
+            new = text[: block.start()] + readme_table() + text[block.end():]
+            readme.write_text(new, encoding="utf-8")
+    return stale, broken
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=["execute", "clean", "check"])
-    ap.add_argument("paths", nargs="+", type=Path)
-    args = ap.parse_args(argv)
+    ap.add_argument("command", choices=["execute", "clean", "check", "nav"])
+    ap.add_argument("paths", nargs="*", type=Path,
+                    help="notebooks (execute, clean, check); the notebooks folder (nav)")
+    ap.add_argument("--check", action="store_true",
+                    help="nav: only report what is out of date (exit 1 if anything is)")
+    args = ap.parse_intermixed_args(argv)  # `nav --check DIR` as well as `nav DIR --check`
+    if args.command == "nav":
+        stale, broken = nav(args.paths[0] if args.paths else NB_DIR, write=not args.check)
+        for p in stale:
+            print(p if args.check else f"rewrote: {p}", file=sys.stderr if args.check else sys.stdout)
+        for p in broken:
+            print(p, file=sys.stderr)
+        return 1 if broken or (args.check and stale) else 0
+    if not args.paths:
+        ap.error(f"{args.command} needs at least one notebook path")
     if args.command == "execute":
         execute(args.paths)
     elif args.command == "clean":

@@ -32,13 +32,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="magpie.tsv, a folder holding it, or per-scenario JSON "
                    "(default: $BUREAU_MAGPIE or ../shared/datasets/magpie/magpie.tsv)")
     p.add_argument("--out", type=Path, required=True, help="output directory (created)")
-    p.add_argument("--k", type=int, default=DEFAULT_K, help="top-k per scope (default 5)")
+    p.add_argument("--k", type=int, default=DEFAULT_K, help="top-k per scope (default %(default)s)")
     p.add_argument("--limit", type=int, default=None,
                    help="only N scenarios, spread evenly over the id-sorted list")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="Bureau data directory (default: a temporary one, deleted afterwards)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
-                   help="cosine for the stricter 'top-k and relevant' reading (default 0.45)")
+                   help="cosine for the stricter 'top-k and relevant' reading (default %(default)s)")
     p.add_argument("--no-bench", action="store_true",
                    help="skip timing the embedding of the same texts with a fresh encoder")
     p.add_argument("--sequential", action="store_true",
@@ -63,12 +63,13 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, started: float) -> int:
     from tqdm import tqdm
 
-    from bureau.leakage.magpie import default_magpie_path, load_magpie
-    from bureau.leakage.policies import run_lab, subset
+    from bureau.leakage.convert import to_lab
+    from bureau.leakage.magpie import default_magpie_path, load_magpie, subset
     from bureau.leakage.report import benchmark, summarize, write_outputs
+    from bureau.leakage.runner import MAX_K, run_lab
 
-    if not 1 <= args.k <= 100:
-        print("error: --k must lie between 1 and 100", file=sys.stderr)
+    if not 1 <= args.k <= MAX_K:
+        print(f"error: --k must lie between 1 and {MAX_K}", file=sys.stderr)
         return 2
     if args.limit is not None and args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
@@ -95,7 +96,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
         return tqdm(it, total=total, desc="scenarios", unit="scn", disable=args.quiet,
                     file=sys.stderr)
 
-    result = run_lab(bureau, dataset, k=args.k, progress=progress,
+    result = run_lab(bureau, to_lab(dataset), k=args.k, progress=progress,
                      pipeline=not args.sequential)
     bench = None if args.no_bench else benchmark(result)
     meta = {
@@ -111,6 +112,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
 
 
 def _print(summary, result, bench, paths, total) -> None:  # noqa: ANN001
+    from bureau.leakage.paper import PAPER
     from bureau.leakage.report import relevance
 
     rel = relevance(result)
@@ -119,7 +121,8 @@ def _print(summary, result, bench, paths, total) -> None:  # noqa: ANN001
     for r in summary.to_dict(orient="records"):
         print(f"{r['label']:36s} {100 * r['private_leak_rate_pairs']:10.1f}% "
               f"{100 * r['private_leak_rate_items']:10.1f}% {100 * r['shareable_recall']:7.1f}%")
-    print(f"relevance AUROC (pooled)            {rel['pooled']:.3f}   (paper 0.570)")
+    print(f"relevance AUROC (pooled)            {rel['pooled']:.3f}   "
+          f"(paper {PAPER['relevance_auroc']:.3f})")
     print(f"relevance AUROC (mean per scenario) {rel['per_scenario_mean']:.3f}   "
           f"({rel['scenarios_scored']} scenarios)")
     eng = result.engine_check

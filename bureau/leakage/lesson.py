@@ -1,4 +1,10 @@
-"""Helpers for lesson 05 (measuring leakage): find the data, show a case, check the exercise."""
+"""Lesson 05 (measuring leakage): find the data, show a case, check the exercise, and every
+other name the lesson uses.
+
+The lesson imports only from here, so the lab's modules (MAGPIE conversion, the runner, the
+report, the plots) can be split or renamed without touching the notebook: the names in
+``__all__`` are the lesson's contract with the package.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,41 @@ from typing import Any
 import pandas as pd
 
 from bureau.errors import ScenarioError
-from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie, repo_root
+from bureau.leakage import plots
+from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie
 from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
-from bureau.leakage.policies import LabResult, role_names, seed_key, to_bureau_scenario
+from bureau.leakage.policies import (
+    LabResult,
+    query_text,
+    role_names,
+    run_lab,
+    seed_key,
+    subset,
+    to_bureau_scenario,
+)
+from bureau.leakage.report import domain_table, relevance, summarize
+from bureau.resources import shipped_path
 
-MINI = repo_root() / "data" / "magpie_mini"
+MINI = shipped_path("data", "magpie_mini")
 LEAK_TARGET = 0.05
 """The exercise: push the shared pool's private leak rate (pairs) below 5% with a threshold."""
+
+__all__ = [
+    "LEAK_TARGET",
+    "MINI",
+    "at_threshold",
+    "check_threshold",
+    "domain_table",
+    "load_dataset",
+    "plots",
+    "query_text",
+    "relevance",
+    "run_lab",
+    "scenario_cards",
+    "subset",
+    "summarize",
+    "threshold_sweep",
+]
 
 
 def load_dataset() -> tuple[MagpieDataset, str]:
@@ -62,6 +96,7 @@ def at_threshold(result: LabResult, threshold: float, policy: str = "a_shared_po
 
 
 def threshold_sweep(result: LabResult, thresholds: Any) -> pd.DataFrame:
+    """:func:`at_threshold` for each threshold, one row each: the exercise reads it as a table."""
     return pd.DataFrame([at_threshold(result, float(t)) for t in thresholds])
 
 

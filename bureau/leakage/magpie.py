@@ -61,9 +61,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from bureau.errors import ScenarioError
+from bureau.resources import checkout_root
 
 Label = Literal["shareable", "private"]
 PrivateKey = Literal["private_preferences", "private_information"]
@@ -215,6 +217,9 @@ class MagpieDataset:
     scenarios: tuple[MagpieScenario, ...]
     items: tuple[MagpieItem, ...]
     source: Path | None = field(default=None, compare=False)
+    source_scenarios: int | None = field(default=None, compare=False)
+    """Scenarios in ``source`` when this is a :func:`subset` (``None``: all of them), so a report
+    can say "12 of the N scenarios" without knowing N in advance."""
 
     def __len__(self) -> int:
         return len(self.scenarios)
@@ -244,12 +249,21 @@ class MagpieDataset:
         return counts
 
 
+def subset(dataset: MagpieDataset, limit: int | None) -> MagpieDataset:
+    """``limit`` scenarios spread evenly over the id-sorted list (so domains vary), or all."""
+    n = len(dataset.scenarios)
+    if limit is None or limit >= n:
+        return dataset
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    picks = sorted({int(round(i)) for i in np.linspace(0, n - 1, limit)})
+    scenarios = tuple(dataset.scenarios[i] for i in picks)
+    items = tuple(i for s in scenarios for i in s.items)
+    return MagpieDataset(scenarios=scenarios, items=items, source=dataset.source,
+                         source_scenarios=dataset.source_scenarios or n)
+
+
 # --- locating the data ---------------------------------------------------------------------------
-
-
-def repo_root() -> Path:
-    """The directory holding the ``bureau`` package (the clone, in a source checkout)."""
-    return Path(__file__).resolve().parents[2]
 
 
 def default_magpie_path() -> Path:
@@ -263,7 +277,10 @@ def default_magpie_path() -> Path:
         if not path.exists():
             raise ScenarioError(f"{ENV_VAR} points to {path}, which does not exist.", hint=GET_IT)
         return path
-    path = repo_root().parent / "shared" / "datasets" / "magpie" / TSV_NAME
+    root = checkout_root()
+    if root is None:  # an installed package has no clone to look beside
+        raise ScenarioError(f"MAGPIE not found: {ENV_VAR} is unset (Bureau is installed).", GET_IT)
+    path = root.parent / "shared" / "datasets" / "magpie" / TSV_NAME
     if not path.exists():
         raise ScenarioError(f"MAGPIE not found: {ENV_VAR} is unset and {path} is missing.", GET_IT)
     return path

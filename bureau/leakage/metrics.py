@@ -42,11 +42,16 @@ COLUMNS = ("scenario_id", "domain", "requester", "item_id", "owner", "label", "r
 PAIR = ["scenario_id", "requester", "item_id"]
 
 
-def exposure_frame(data: MagpieDataset | pd.DataFrame) -> pd.DataFrame:
+def exposure_frame(
+    data: MagpieDataset | pd.DataFrame, requesters: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Every (requester, other agent's item) pair per scenario, not yet retrieved or scored.
 
-    ``data`` is a :class:`MagpieDataset` (every agent is a requester) or its
-    :meth:`~MagpieDataset.to_frame` (then only agents owning an item are requesters).
+    ``data`` is a :class:`MagpieDataset` (every agent is a requester) or an item table with
+    columns ``scenario_id, domain, item_id, agent, label`` (:meth:`MagpieDataset.to_frame`, or a
+    converted lab set's ``to_frame``). For a table the requesters are ``requesters``
+    (``scenario_id, requester`` rows, e.g. ``LabSet.requester_frame()``), else the agents owning
+    an item -- an agent that owns nothing still asks, so pass ``requesters`` when it matters.
     """
     if isinstance(data, MagpieDataset):
         items = data.to_frame()
@@ -56,8 +61,11 @@ def exposure_frame(data: MagpieDataset | pd.DataFrame) -> pd.DataFrame:
         )
     else:
         items = data
-        agents = items[["scenario_id", "agent"]].drop_duplicates()
-        agents = agents.rename(columns={"agent": "requester"})
+        if requesters is None:
+            agents = items[["scenario_id", "agent"]].drop_duplicates()
+            agents = agents.rename(columns={"agent": "requester"})
+        else:
+            agents = requesters[["scenario_id", "requester"]]
     owned = items[["scenario_id", "domain", "item_id", "agent", "label"]].rename(
         columns={"agent": "owner"}
     )

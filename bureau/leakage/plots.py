@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from bureau.leakage.metrics import pooled_auroc, roc_points
+from bureau.leakage.paper import PAPER
 from bureau.leakage.policies import POLICIES, POLICY_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from bureau.leakage.policies import LabResult
+    from bureau.leakage.runner import LabResult
 
 COLORS = {
     "a_shared_pool": "#c0392b",
@@ -20,7 +21,6 @@ COLORS = {
     "c_bureau_published": "#2471a3",
     "d_bureau_abstractions": "#1e8449",
 }
-PAPER_AUROC = 0.570
 
 
 def _figure(width: float, height: float, layout: str | None = None) -> Figure:
@@ -92,7 +92,7 @@ def roc(result: LabResult) -> Figure:
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(
         f"Relevance barely tells shareable from private:\nAUROC {auc:.3f} "
-        f"(paper {PAPER_AUROC:.3f}) over {len(others):,} pairs",
+        f"(paper {PAPER['relevance_auroc']:.3f}) over {len(others):,} pairs",
         fontsize=10,
     )
     return fig

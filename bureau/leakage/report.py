@@ -1,8 +1,13 @@
-"""Turn a :class:`~bureau.leakage.policies.LabResult` into tables, a benchmark and report files.
+"""Turn a :class:`~bureau.leakage.runner.LabResult` into tables, a benchmark and report files.
 
 ``summarize`` gives one row per policy; ``write_outputs`` writes ``summary.csv``,
 ``summary.json``, ``per_item.csv``, ``per_domain.csv``, ``pairs.csv.gz``, ``retrievals.csv.gz``,
 three PNG plots and ``report.md`` into one directory.
+
+``report.md`` is ``report_template.md`` (shipped beside this module) filled in by
+:func:`report_values`: the prose lives in the template and holds no figure, every number comes
+from the run (or, for the paper's, from :data:`~bureau.leakage.paper.PAPER`), so the report
+cannot go on stating the counts of a dataset it was not run on.
 """
 
 from __future__ import annotations
@@ -14,12 +19,16 @@ import platform
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from string import Template
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bureau.embedding import MAX_TOKENS
+from bureau.leakage.convert import QUERY_TEMPLATE
 from bureau.leakage.metrics import (
     per_domain,
     per_scenario_auroc,
@@ -28,28 +37,30 @@ from bureau.leakage.metrics import (
     private_leak_rate_pairs,
     shareable_recall,
 )
+from bureau.leakage.paper import PAPER
 from bureau.leakage.policies import (
     DEFAULT_THRESHOLD,
+    ENGINES,
     POLICIES,
     POLICY_LABELS,
-    QUERY_TEMPLATE,
-    LabResult,
-    leaked_contents,
+    SHARED_POOL,
 )
+from bureau.leakage.runner import LabResult, leaked_contents
+from bureau.text import MAX_QUESTION_CHARS
 
-PAPER = {
-    "source": "Li, Memory as a Service (MaaS), arXiv:2506.22815v2, MAGPIE diagnostic probe",
-    "relevance_auroc": 0.570,
-    "private_leak_rate": 0.530,
-    "hint_items": 66,
-    "private_preferences": 1456,
-}
-ENGINES = {
-    "a_shared_pool": "numpy, exact cosine over the Bureau's MiniLM vectors",
-    "b_bureau_closed": "Bureau (Case.retrieve) on embedded seekdb",
-    "c_bureau_published": "Bureau (Case.retrieve) on embedded seekdb",
-    "d_bureau_abstractions": "Bureau (Case.retrieve) on embedded seekdb",
-}
+EMBEDDER = "all-MiniLM-L6-v2 int8 ONNX (bureau.embedding.MiniLMEncoder)"
+TARGET_RATIO = 1.5
+"""Lab wall time / embedding-alone time the lab aims to stay under (README, Benchmarks)."""
+K_SENSITIVITY = (1, 3, 5, 10, 20)
+"""Depths at which the shared pool is re-read off each pair's pool rank."""
+MOST_LEAKY_DOMAINS, LEAST_LEAKY_DOMAINS = 8, 5
+"""Rows of the report's per-domain table (the CSV has every domain)."""
+MINI_MARKER = "magpie_mini"
+"""A source path holding this is the bundled synthetic set, which the report must not pass off
+as the benchmark."""
+TEMPLATE_FILE = "report_template.md"
+BENCHMARK_SECTION = "<!-- section: benchmark -->\n"
+"""Splits the template: what follows is rendered only when the run was timed."""
 PLOTS = {
     "tradeoff": "leak_vs_recall.png",
     "roc": "roc_relevance.png",
@@ -75,7 +86,7 @@ def summarize(result: LabResult, threshold: float = DEFAULT_THRESHOLD) -> pd.Dat
         shareable = others[others["label"] == "shareable"]
         strict = others.assign(retrieved=others["retrieved"] & (others["score"] >= threshold))
         hint_items = set(
-            i.item_id for i in result.dataset.items if i.abstraction and i.label == "private"
+            i.item_id for i in result.lab.items if i.abstraction and i.label == "private"
         )
         hint = private[private["item_id"].isin(hint_items)]
         leaked_items = private.groupby(["scenario_id", "item_id"])["retrieved"].any()
@@ -109,7 +120,7 @@ def summarize(result: LabResult, threshold: float = DEFAULT_THRESHOLD) -> pd.Dat
 
 def relevance(result: LabResult) -> dict[str, Any]:
     """Relevance AUROC of the raw cosine over every (requester, other agent's item) pair."""
-    pairs = result.policy("a_shared_pool")
+    pairs = result.policy(SHARED_POOL)
     per = per_scenario_auroc(pairs)
     others = pairs[pairs["requester"] != pairs["owner"]]
     return {
@@ -126,9 +137,9 @@ def relevance(result: LabResult) -> dict[str, Any]:
     }
 
 
-def k_sensitivity(result: LabResult, ks: Sequence[int] = (1, 3, 5, 10, 20)) -> pd.DataFrame:
+def k_sensitivity(result: LabResult, ks: Sequence[int] = K_SENSITIVITY) -> pd.DataFrame:
     """Policy a (shared pool) at other k, read off each pair's rank in the pool."""
-    pairs = result.policy("a_shared_pool")
+    pairs = result.policy(SHARED_POOL)
     rows = []
     for k in ks:
         at_k = pairs.assign(retrieved=pairs["pool_rank"] <= k)
@@ -144,7 +155,7 @@ def k_sensitivity(result: LabResult, ks: Sequence[int] = (1, 3, 5, 10, 20)) -> p
 
 
 def per_scenario_table(result: LabResult) -> pd.DataFrame:
-    return per_scenario_auroc(result.policy("a_shared_pool")).table
+    return per_scenario_auroc(result.policy(SHARED_POOL)).table
 
 
 def domain_table(result: LabResult) -> pd.DataFrame:
@@ -172,7 +183,7 @@ def item_table(result: LabResult) -> pd.DataFrame:
         best_rank=("rank", "min"),
     ).reset_index()
     out["leaked"] = (out["label"] == "private") & (out["retrieved_by"] > 0)
-    hints = {i.item_id: i.abstraction for i in result.dataset.items if i.abstraction}
+    hints = {i.item_id: i.abstraction for i in result.lab.items if i.abstraction}
     out["has_safe_abstraction"] = out["item_id"].isin(hints)
     out["policy"] = pd.Categorical(out["policy"], categories=list(POLICIES), ordered=True)
     out = out.sort_values(["policy", "scenario_id", "item_id"]).reset_index(drop=True)
@@ -222,7 +233,7 @@ class Benchmark:
             "embed_alone_tokens": self.embed_alone_tokens,
             "embed_alone_tokens_per_second": self.embed_alone_tokens_per_second,
             "ratio_lab_to_embedding": self.ratio,
-            "target_ratio": 1.5,
+            "target_ratio": TARGET_RATIO,
         }
 
     def lines(self) -> list[str]:
@@ -234,7 +245,7 @@ class Benchmark:
             f"({self.tokens_per_second:,.0f} tokens/s inside the lab)",
             f"embedding alone        {self.embed_alone_seconds:8.1f} s  (same {self.distinct_texts:,} "
             f"texts, fresh encoder, no cache: {self.embed_alone_tokens_per_second:,.0f} tokens/s)",
-            f"lab / embedding alone  {self.ratio:8.2f} x  (target <= 1.5 x)",
+            f"lab / embedding alone  {self.ratio:8.2f} x  (target <= {TARGET_RATIO} x)",
         ]
 
 
@@ -281,10 +292,10 @@ def summary_dict(
     bench: Benchmark | None = None,
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    counts = result.dataset.counts()
+    counts = dict(result.lab.counts)
     out: dict[str, Any] = {
         "dataset": {
-            "source": str(result.dataset.source) if result.dataset.source else None,
+            "source": str(result.lab.source) if result.lab.source else None,
             **counts,
             "requesters": counts["agents"],
         },
@@ -293,7 +304,7 @@ def summary_dict(
             "query_template": QUERY_TEMPLATE,
             "retrieved": "top-k per scope; no relevance threshold (see *_at_threshold)",
             "threshold": float(summary["threshold"].iloc[0]),
-            "embedder": "all-MiniLM-L6-v2 int8 ONNX (bureau.embedding.MiniLMEncoder)",
+            "embedder": EMBEDDER,
             "engine_check": result.engine_check,
             "cases": len(result.case_ids),
         },
@@ -373,21 +384,50 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_report(
+
+
+def _num(n: int) -> str:
+    return f"{n:,}"
+
+
+def _scope(result: LabResult) -> str:
+    """What the run measured, in words: the mini set must never pass for the benchmark."""
+    lab = result.lab
+    name = lab.name
+    if MINI_MARKER in str(lab.source or ""):
+        scope = f"the bundled synthetic mini set ({name}'s format, not {name} data)"
+        if lab.is_subset:
+            scope = (f"{_num(len(lab))} of the {_num(lab.source_scenarios or 0)} scenarios of "
+                     f"{scope}, spread evenly over the ids")
+        return scope
+    if lab.is_subset:
+        return (f"{_num(len(lab))} of the {_num(lab.source_scenarios or 0)} {name} scenarios "
+                "(--limit: spread evenly over the ids)")
+    return f"the full {name} set"
+
+
+def load_template() -> tuple[Template, Template]:
+    """The report template shipped beside this module: (main part, benchmark section)."""
+    text = resources.files(__package__).joinpath(TEMPLATE_FILE).read_text(encoding="utf-8")
+    main, bench = text.split(BENCHMARK_SECTION)
+    return Template(main), Template(bench)
+
+
+def report_values(
     result: LabResult, summary: pd.DataFrame, info: dict[str, Any], domains: pd.DataFrame
-) -> str:
-    """report.md: the measured figures beside the paper's, with the setup differences."""
+) -> dict[str, str]:
+    """Every figure report.md states, formatted, by template placeholder name.
+
+    Counts come from ``info`` (the run's :func:`summary_dict`) and ``summary``; the paper's
+    figures from :data:`PAPER`. A test renders two subsets and checks the counts against the data.
+    """
     ds = info["dataset"]
     rel = info["relevance_auroc"]
     pol = {r["policy"]: r for r in summary.to_dict(orient="records")}
-    a, c, d = pol["a_shared_pool"], pol["c_bureau_published"], pol["d_bureau_abstractions"]
+    a, b = pol[SHARED_POOL], pol["b_bureau_closed"]
+    c, d = pol["c_bureau_published"], pol["d_bureau_abstractions"]
     k = result.k
-    if "magpie_mini" in str(ds.get("source") or ""):
-        scope = "the bundled synthetic mini set (MAGPIE's format, not MAGPIE data)"
-    elif ds["scenarios"] == 200:
-        scope = "the full MAGPIE set"
-    else:
-        scope = f"{ds['scenarios']} MAGPIE scenarios (--limit: spread evenly over the ids)"
+    paper_hint_share = PAPER["hint_items"] / PAPER["private_preferences"]
     policy_rows = [
         [
             f"**{r['label']}**",
@@ -415,175 +455,101 @@ def render_report(
          f"{_pct(a['private_leak_rate_pairs'])} of (requester, private item) pairs (policy a, "
          f"top-{k})"],
         ["Private leak rate behind the bureau boundary", "–",
-         f"{_pct(pol['b_bureau_closed']['private_leak_rate_pairs'])} (b), "
+         f"{_pct(b['private_leak_rate_pairs'])} (b), "
          f"{_pct(c['private_leak_rate_pairs'])} (c), {_pct(d['private_leak_rate_pairs'])} (d)"],
         ["Private items with a safe hint (abstraction)",
-         f"{PAPER['hint_items']} of {PAPER['private_preferences']:,} (4.5%)",
+         f"{PAPER['hint_items']} of {PAPER['private_preferences']:,} ({_pct(paper_hint_share)})",
          f"{ds['safe_abstraction_private_preferences']} of {ds['private_preferences']:,} "
          f"private_preferences (+{ds['safe_abstraction_private_information']} of "
          f"{ds['private_information']} private_information) = {ds['safe_abstraction']} of "
          f"{ds['private']:,}"],
     ]
-    dom_a = domains[domains["policy"] == "a_shared_pool"].sort_values(
+    dom_a = domains[domains["policy"] == SHARED_POOL].sort_values(
         ["leak_rate_pairs", "private_pairs"], ascending=[False, False]
     )
     leaky = int((dom_a["leak_rate_pairs"] > 0).sum())
-    bureau_leaky = int(
-        (domains[domains["policy"] != "a_shared_pool"]["leak_rate_pairs"] > 0).sum()
-    )
+    bureau_leaky = int((domains[domains["policy"] != SHARED_POOL]["leak_rate_pairs"] > 0).sum())
+    shown = pd.concat([dom_a.head(MOST_LEAKY_DOMAINS), dom_a.tail(LEAST_LEAKY_DOMAINS)])
     dom_rows = [
         [r["domain"], f"{r['private_pairs']}", _pct(r["leak_rate_pairs"]),
          _pct(r["leak_rate_items"]), _pct(r["shareable_recall"]),
          "n/a" if pd.isna(r["auroc_a_mean"]) else f"{r['auroc_a_mean']:.2f}"]
-        for r in pd.concat([dom_a.head(8), dom_a.tail(5)]).drop_duplicates("domain")
-        .to_dict(orient="records")
+        for r in shown.drop_duplicates("domain").to_dict(orient="records")
     ]
     near = min(info["shared_pool_k_sensitivity"],
                key=lambda r: abs((r["private_leak_rate_items"] or 0) - PAPER["private_leak_rate"]))
     eng = info["setup"]["engine_check"]
-    bench = info.get("benchmark")
-    t = info["timings"]
-    lines = [
-        "# Leakage lab: MAGPIE through four memory policies",
-        "",
-        f"Measured on {scope}: {ds['scenarios']} scenarios, {ds['agents']:,} agents "
-        f"(every agent is a requester), {ds['shareable']:,} shareable and {ds['private']:,} "
-        f"private items; top-{k} per scope; one offline embedder (all-MiniLM-L6-v2, int8 ONNX) "
-        "for every policy.",
-        "",
-        "## Result",
-        "",
-        f"- **Relevance is not authorisation.** Ranking by cosine relevance separates shareable "
-        f"from private items with a pooled AUROC of **{rel['pooled']:.3f}** (paper: 0.570; 0.5 "
-        f"is a coin flip). Mean cosine to the query: shareable {rel['mean_cosine_shareable']:.3f}, "
-        f"private {rel['mean_cosine_private']:.3f}.",
-        f"- **A shared pool leaks.** With every agent's items in one scope, the top-{k} hands "
-        f"{_pct(a['private_leak_rate_pairs'])} of (requester, other agent's private item) pairs "
-        f"to the requester, and {_pct(a['private_leak_rate_items'])} of private items reach at "
-        "least one other agent.",
-        f"- **The bureau boundary leaks nothing** in every state: "
-        f"{pol['b_bureau_closed']['leaked_pairs']} + {c['leaked_pairs']} + {d['leaked_pairs']} "
-        f"leaked pairs over {c['private_pairs']:,} private pairs per state, confirmed by comparing "
-        "card bodies (content leaks: "
-        f"{pol['b_bureau_closed']['content_leaks']}/{c['content_leaks']}/{d['content_leaks']}).",
-        f"- **Utility comes from publishing, not from relevance.** Publishing shareable items "
-        f"(c) gives a shareable recall of {_pct(c['shareable_recall'])} against "
-        f"{_pct(a['shareable_recall'])} for the shared pool; publishing the safe abstractions "
-        f"too (d) delivers {d['abstraction_pairs_delivered']:,} of {d['hint_pairs']:,} hint "
-        f"pairs as abstractions while recall is {_pct(d['shareable_recall'])}.",
-        "",
-        "## Measured beside the paper",
-        "",
-        _md_table(["figure", "paper (MaaS)", "this run"], paper_rows),
-        "",
-        "## Policies",
-        "",
-        _md_table(
+    values: dict[str, Any] = {
+        "dataset_name": result.lab.name,
+        "scope": _scope(result),
+        "scenarios": _num(ds["scenarios"]),
+        "agents": _num(ds["agents"]),
+        "shareable": _num(ds["shareable"]),
+        "private": _num(ds["private"]),
+        "private_information": _num(ds["private_information"]),
+        "hints_private_preferences": _num(ds["safe_abstraction_private_preferences"]),
+        "k": k,
+        "auroc_pooled": f"{rel['pooled']:.3f}",
+        "mean_cosine_shareable": f"{rel['mean_cosine_shareable']:.3f}",
+        "mean_cosine_private": f"{rel['mean_cosine_private']:.3f}",
+        "a_leak_pairs": _pct(a["private_leak_rate_pairs"]),
+        "a_leak_items": _pct(a["private_leak_rate_items"]),
+        "a_recall": _pct(a["shareable_recall"]),
+        "c_recall": _pct(c["shareable_recall"]),
+        "d_recall": _pct(d["shareable_recall"]),
+        "private_pairs": _num(c["private_pairs"]),
+        "d_abstractions_delivered": _num(d["abstraction_pairs_delivered"]),
+        "d_hint_pairs": _num(d["hint_pairs"]),
+        **{f"{p}_leaked_pairs": pol[name]["leaked_pairs"] for p, name in
+           (("b", "b_bureau_closed"), ("c", "c_bureau_published"),
+            ("d", "d_bureau_abstractions"))},
+        **{f"{p}_content_leaks": pol[name]["content_leaks"] for p, name in
+           (("b", "b_bureau_closed"), ("c", "c_bureau_published"),
+            ("d", "d_bureau_abstractions"))},
+        "paper_auroc": f"{PAPER['relevance_auroc']:.3f}",
+        "paper_leak": _pct(PAPER["private_leak_rate"]),
+        "paper_hint_items": _num(PAPER["hint_items"]),
+        "paper_table": _md_table(["figure", "paper (MaaS)", "this run"], paper_rows),
+        "policy_table": _md_table(
             ["policy", "engine", "private leak (pairs)", "private leak (items → ≥1 agent)",
              "shareable recall", "abstractions delivered", "content leaks"],
             policy_rows,
         ),
-        "",
-        f"Stricter reading, top-{k} **and** cosine ≥ {summary['threshold'].iloc[0]:.2f} (the "
-        "Bureau's relevance threshold; its evidence responder uses only such cards):",
-        "",
-        _md_table(["policy", "private leak (pairs)", "shareable recall"], strict_rows),
-        "",
-        f"![leak rate vs shareable recall]({PLOTS['tradeoff']})",
-        "",
-        f"![ROC of relevance]({PLOTS['roc']})",
-        "",
-        "## Per domain",
-        "",
-        f"{len(dom_a)} domains; the shared pool leaks in {leaky} of them, the bureau policies in "
-        f"{bureau_leaky} (domain × policy cells with any leak). Most and least leaky domains "
-        "under policy a (full table: `per_domain.csv`):",
-        "",
-        _md_table(
+        "threshold": f"{summary['threshold'].iloc[0]:.2f}",
+        "strict_table": _md_table(["policy", "private leak (pairs)", "shareable recall"],
+                                  strict_rows),
+        "plot_tradeoff": PLOTS["tradeoff"],
+        "plot_roc": PLOTS["roc"],
+        "plot_domains": PLOTS["domains"],
+        "domains": len(dom_a),
+        "leaky_domains": leaky,
+        "bureau_leaky_cells": bureau_leaky,
+        "domain_table": _md_table(
             ["domain", "private pairs", "leak (pairs)", "leak (items)", "shareable recall (a)",
              "AUROC (mean of scenarios)"],
             dom_rows,
         ),
-        "",
-        f"![per-domain leak rates]({PLOTS['domains']})",
-        "",
-        "## Setup (to reproduce)",
-        "",
-        "- **Data**: MAGPIE `magpie.tsv` loaded by `bureau.leakage.magpie.load_magpie`; one item "
-        "per `shareable_preferences` entry (`description`) and per `private_preferences` / "
-        "`private_information` entry (`value`), text `\"<key with spaces>: <body>\"`.",
-        "- **Cases**: each scenario is a Bureau case (`Bureau.create_case`), each agent a role "
-        "(slug of its name), each item a private card of its owner (kind `shareable` or "
-        "`private`).",
-        f"- **Query** (one per requester agent): `{QUERY_TEMPLATE}` — the agent's MAGPIE `role` "
-        "(its name if empty), `\": \"`, the scenario `task`; whitespace collapsed; cut at the last "
-        "space within 500 characters (the Bureau's question limit) when longer "
-        f"({_truncated(result)} of {len(result.queries):,} queries were cut; MiniLM reads at most "
-        "256 tokens anyway).",
-        f"- **Retrieved**: item *i* counts as retrieved for requester *r* if *i* (or its board "
-        f"copy, mapped back through `source_id`) is among the top-{k} cards of one of *r*'s "
-        "scopes. No relevance threshold in the headline figures. Own items are never counted.",
-        "- **Policies**: (a) one scope holding every agent's items, ranked by cosine — computed "
-        "exactly in numpy over the same vectors the Bureau stores (no second copy in seekdb); "
-        "(b) the real Bureau on embedded seekdb, `Case.retrieve` over the requester's own space "
-        "and the board, nothing published; (c) after `Case.publish` of every shareable card by "
-        "its owner; (d) after each owner whispered the safe abstraction of each hint-carrying "
-        "private item (kind `abstraction`) and published that card — the private item itself "
-        "stays private. b → c → d are successive states of one case per scenario.",
-        f"- **Engine check**: in state c, seekdb's top-{k} over the board equalled numpy's exact "
-        f"top-{k} for {eng.get('same_topk', 0):,} of {eng.get('queries', 0):,} queries "
-        f"(largest score difference {eng.get('max_score_diff', float('nan')):.1e}), so computing "
-        "policy a in numpy changes no ranking.",
-        "- **Relevance AUROC**: raw cosine of every (requester, other agent's item) pair, "
-        "label 1 = shareable, `sklearn.metrics.roc_auc_score`; pooled over all pairs and per "
-        "scenario (`per_scenario_auroc.csv`). The score does not depend on the policy.",
-        "- **Leak rates**: pairs = leaked (requester, other agent's private item) pairs / all "
-        "such pairs; items = private items retrieved by at least one agent other than the owner / "
-        "all private items. Shareable recall = retrieved (requester, other agent's shareable "
-        "item) pairs / all such pairs.",
-        "",
-        "## Why the figures differ from the paper",
-        "",
-        f"The shared pool at other k (read off each pair's rank in the pool; k = {k} above). "
-        f"The item-level leak comes closest to the paper's 53.0% at k = {near['k']} "
-        f"({_pct(near['private_leak_rate_items'])}): with the same ranking, a deeper retrieval "
-        "alone would reproduce the paper's order of magnitude (the paper does not state its k):",
-        "",
-        _md_table(
+        "query_template": QUERY_TEMPLATE,
+        "question_limit": MAX_QUESTION_CHARS,
+        "queries_cut": _num(sum(ag.query_cut for s in result.lab.scenarios for ag in s.agents)),
+        "queries": _num(len(result.queries)),
+        "max_tokens": MAX_TOKENS,
+        "engine_same_topk": _num(eng.get("same_topk", 0)),
+        "engine_queries": _num(eng.get("queries", 0)),
+        "engine_max_score_diff": f"{eng.get('max_score_diff', float('nan')):.1e}",
+        "nearest_k": near["k"],
+        "nearest_k_leak": _pct(near["private_leak_rate_items"]),
+        "k_table": _md_table(
             ["k", "private leak (pairs)", "private leak (items → ≥1 agent)", "shareable recall"],
             [[r["k"], _pct(r["private_leak_rate_pairs"]), _pct(r["private_leak_rate_items"]),
               _pct(r["shareable_recall"])] for r in info["shared_pool_k_sensitivity"]],
         ),
-        "",
-        "- The paper's probe is described only briefly (AUROC 0.570, private leak 53.0%); its "
-        "exact query, retriever, k and leak denominator are not published with it, so the "
-        "comparison is of orders of magnitude, not of digits.",
-        f"- Here the query is the task plus the requester's role, k = {k} per scope, and the "
-        "embedder is MiniLM; a larger k, another query or another embedder moves the leak rate "
-        "(a leak *rate* under top-k is mostly set by k / items per scenario) while the AUROC, "
-        "which needs no k, is the more comparable figure.",
-        f"- Hint items: our rule (documented in `bureau/leakage/magpie.py`) finds "
-        f"{ds['safe_abstraction_private_preferences']} in `private_preferences` where the paper "
-        "counts 66 with an unpublished rule; 22 `private_information` items are counted as "
-        "private too (1,478 in all).",
-        "",
-        "## What this does and does not prove",
-        "",
-        "- It proves that, on this benchmark, relevance ranking barely distinguishes what may be "
-        "shared from what may not, so a relevance-ranked shared pool hands private items to "
-        "other agents; and that the Bureau's scope rule (own space + board) returned no other "
-        "agent's private card to any requester in any state — measured, not assumed.",
-        "- It does not prove that publishing is safe: the board holds whatever owners publish, "
-        "and MAGPIE's shareable/private labels decide that here. It says nothing about what an "
-        "agent *says* once it has a card (no LLM runs here), nor about agents that collude, "
-        "nor about other embedders or datasets.",
-        "",
-    ]
+    }
+    bench = info.get("benchmark")
     if bench:
-        lines += [
-            "## Benchmark",
-            "",
-            _md_table(
+        t = info["timings"]
+        values |= {
+            "benchmark_table": _md_table(
                 ["figure", "value"],
                 [
                     ["lab wall time", f"{bench['lab_seconds']:.1f} s"],
@@ -596,26 +562,31 @@ def render_report(
                      f"{bench['embed_alone_seconds']:.1f} s "
                      f"({bench['embed_alone_tokens_per_second']:,.0f} tokens/s)"],
                     ["lab / embedding alone", f"{bench['ratio_lab_to_embedding']:.2f}× "
-                     "(target ≤ 1.5×)"],
+                     f"(target ≤ {bench['target_ratio']}×)"],
                 ],
             ),
-            "",
-            "Lab time by phase (s; embedding runs on background threads, so the phases overlap it): "
-            + ", ".join(
+            "phases": ", ".join(
                 f"{name} {t[name]:.1f}"
                 for name in ("embed_wait", "seed", "publish", "abstractions", "retrieve",
                              "shared_pool", "frames")
-            )
-            + f"; {t['cards_written']:,} cards written, {t['searches']:,} scoped searches.",
-            "",
-        ]
-    return "\n".join(lines)
+            ),
+            "cards_written": _num(t["cards_written"]),
+            "searches": _num(t["searches"]),
+        }
+    return {name: str(value) for name, value in values.items()}
 
 
-def _truncated(result: LabResult) -> int:
-    n = 0
-    for s in result.dataset.scenarios:
-        for a in s.agents:
-            full = " ".join(f"{' '.join(a.role.split()) or a.name}: {s.task}".split())
-            n += int(result.queries[(s.scenario_id, a.name)] != full)
-    return n
+def render_report(
+    result: LabResult, summary: pd.DataFrame, info: dict[str, Any], domains: pd.DataFrame
+) -> str:
+    """report.md: the measured figures beside the paper's, with the setup differences.
+
+    ``Template.substitute`` raises on a placeholder without a value, so a figure the template
+    names can never be left out silently.
+    """
+    main, bench = load_template()
+    values = report_values(result, summary, info, domains)
+    text = main.substitute(values)
+    if "benchmark_table" in values:
+        text += "\n" + bench.substitute(values)
+    return text

@@ -15,6 +15,7 @@ from typing import Any
 from ...errors import BureauError, UnknownCardError
 from ...model import BOARD
 from ...service import Case
+from ..cast import Cast
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ class Exercise:
     id: str
     title: str
     solution: str
-    """Python code that solves the exercise in the lesson's namespace (``case``, ``bureau``...)."""
+    """Python code that solves the exercise in the lesson's namespace (``case``, ``cast``,
+    ``bureau``...). It names roles and cards only through ``cast``, because the same solution is
+    shown for every scenario a lesson runs with."""
     checker: Callable[[Case, Any], Verdict]
 
     def check(self, case: Case, answer: Any = None) -> Verdict:
@@ -70,7 +73,7 @@ class Exercise:
 def _check_counts(case: Case, answer: Any) -> Verdict:
     truth = case.stage()["private_counts"]
     if answer is None:
-        return not_yet("Replace `None` with a dict like {'detective': 1, ...}.")
+        return not_yet(f"Replace `None` with a dict like {{'{case.role_names[0]}': 1, ...}}.")
     if not isinstance(answer, dict):
         return not_yet(f"Expected a dict from role name to a number, got {type(answer).__name__}.")
     missing = [r for r in truth if r not in answer]
@@ -88,57 +91,67 @@ def _check_counts(case: Case, answer: Any) -> Verdict:
 
 # -- lesson 01 --------------------------------------------------------------------------------
 GARDENER_Q = "What is the name of the gardener?"
+"""A fact no shipped scenario holds (``tests/test_widgets.py`` checks each one), so whoever can
+answer it learnt it from the student's whisper; the role to tell is ``cast.witness``."""
 
 
 def _check_gardener(case: Case, answer: Any) -> Verdict:
+    role = Cast.of(case).witness
     knowers = case.knowers(GARDENER_Q)
-    if "suspect" not in knowers:
+    if role not in knowers:
         return not_yet(
-            "The suspect cannot answer yet: whisper a sentence naming the gardener "
-            "into the suspect's private memory."
+            f"The {role} cannot answer yet: whisper a sentence naming the gardener "
+            f"into the {role}'s private memory."
         )
-    others = [r for r in knowers if r != "suspect"]
+    others = [r for r in knowers if r != role]
     if others:
         return not_yet(
             f"{', '.join(others)} can answer too: a whisper should reach one private space only "
             "(did you whisper to another role, or publish the card?)."
         )
-    return passed("Only the suspect knows: a whisper lands in exactly one private space.")
+    return passed(f"Only the {role} knows: a whisper lands in exactly one private space.")
 
 
 # -- lesson 02 --------------------------------------------------------------------------------
 def _check_suspect_question(case: Case, answer: Any) -> Verdict:
+    cast = Cast.of(case)
     if not isinstance(answer, str) or not answer.strip():
         return not_yet("Set `answer` to a question (a string).")
     knowers = case.knowers(answer)
-    if "suspect" not in knowers:
+    if cast.witness not in knowers:
         return not_yet(
-            "The suspect finds no card above the threshold for that question; ask about "
+            f"The {cast.witness} finds no card above the threshold for that question; ask about "
             "something in its private notes (try the X-ray to see the scores)."
         )
-    if "detective" in knowers:
-        return not_yet("The detective can answer that too; pick a topic only the suspect holds.")
-    return passed(f"Only {', '.join(knowers)} can answer: the X-ray of the detective is a miss.")
+    if cast.outsider in knowers:
+        return not_yet(
+            f"The {cast.outsider} can answer that too; pick a topic only the {cast.witness} holds."
+        )
+    return passed(
+        f"Only {', '.join(knowers)} can answer: the X-ray of the {cast.outsider} is a miss."
+    )
 
 
 # -- lesson 03 --------------------------------------------------------------------------------
-FOOTPRINT_Q = "What size is the muddy boot print?"
-
-
 def _check_footprint(case: Case, answer: Any) -> Verdict:
-    source = case.seed_card("footprint")
+    evidence = Cast.of(case).evidence
+    source = case.seed_card(evidence.key)
     copies = [c for c in case.spaces()[BOARD] if c.source_id == source.id]
     if not copies:
-        return not_yet("There is no board copy of the footprint card yet: publish it.")
+        return not_yet(f"There is no board copy of the {evidence.key} card yet: publish it.")
     if len(copies) > 1:
         return not_yet(f"The board holds {len(copies)} copies; run case.recover().")
     if case.pending_cleanups():
         return not_yet("A cleanup task is still pending: run case.recover().")
-    if "suspect" not in case.knowers(FOOTPRINT_Q):
-        return not_yet("The suspect still cannot answer the footprint question.")
-    original = case.card("detective", source.id)
+    knowers = case.knowers(evidence.question or evidence.topic)
+    missing = [r for r in evidence.knowers_after if r not in knowers]
+    if missing:
+        return not_yet(
+            f"The {', '.join(missing)} still cannot answer the {evidence.key} question."
+        )
+    original = case.card(evidence.owner, source.id)
     if original.visibility != "private":
-        return not_yet("The detective's original card should still be private.")
+        return not_yet(f"The {evidence.owner}'s original card should still be private.")
     return passed(
         "Exactly one sourced copy on the board, the original still private, and every role "
         "can now answer."
@@ -179,27 +192,27 @@ EXERCISES: dict[str, Exercise] = {
         ),
         Exercise(
             "01-gardener",
-            "Tell only the suspect",
-            'case.whisper("suspect", "The gardener is called Albert Finch.", topic="staff")',
+            "Tell only the witness",
+            'case.whisper(cast.witness, "The gardener is called Albert Finch.", topic="staff")',
             _check_gardener,
         ),
         Exercise(
             "02-suspect-question",
-            "A question only the suspect can answer",
-            'answer = "Where were you on Friday night?"',
+            "A question only the witness can answer",
+            "answer = cast.testimony.question  # the scenario's own question about the witness's card",
             _check_suspect_question,
         ),
         Exercise(
             "03-footprint",
             "Publish through a crash",
-            "footprint = case.seed_card(\"footprint\")\n"
+            "evidence = case.seed_card(cast.evidence.key)\n"
             "try:\n"
             "    with faults.armed(\"publish.before_mark_ready\"):\n"
-            "        case.publish(\"detective\", footprint.id)\n"
+            "        case.publish(cast.evidence.owner, evidence.id)\n"
             "except BureauError as exc:\n"
             "    print(\"crashed:\", exc.message)\n"
             "print(case.recover())\n"
-            "case.publish(\"detective\", footprint.id)",
+            "case.publish(cast.evidence.owner, evidence.id)",
             _check_footprint,
         ),
         Exercise(

@@ -1,0 +1,481 @@
+"""The lab runner: converted scenarios through the four policies, on one store and one embedder.
+
+For every :class:`~bureau.leakage.labset.LabScenario` the runner computes the shared pool
+(policy a) in numpy, creates the Bureau case, checks every item was seeded, asks every
+requester's query in state b, publishes the shareable cards (c), publishes the safe
+abstractions (d), and records what came back (policy definitions: :mod:`bureau.leakage.policies`).
+It reads no benchmark format: it takes a :class:`~bureau.leakage.labset.LabSet` (a
+``MagpieDataset`` is converted with :func:`bureau.leakage.convert.to_lab` on the way in).
+
+A card a requester receives is mapped back to its item by card id (its own space) or by
+``source_id`` (a board copy). Item ``i`` counts as *retrieved* for requester ``r`` when one of
+the top-k cards of one of ``r``'s scopes maps to ``i`` (top-k only, no relevance threshold;
+:data:`~bureau.leakage.policies.DEFAULT_THRESHOLD` gives a second, stricter reading in the
+report). An abstraction card maps to its private item as ``variant="abstraction"`` and is
+counted as an abstraction delivered, never as the item.
+
+Scores: the relevance of a (requester, item) pair is the cosine of the requester's query vector
+and the item's vector, computed in numpy for every pair (retrieved or not), so the relevance
+AUROC does not depend on which pairs a store happened to return.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from bureau.embedding import given_vectors
+from bureau.leakage.convert import to_lab
+from bureau.leakage.labset import LabItem, LabScenario, LabSet
+from bureau.leakage.magpie import MagpieDataset
+from bureau.leakage.metrics import exposure_frame
+from bureau.leakage.policies import DEFAULT_K, POLICIES, SHARED_POOL
+from bureau.model import BOARD, MemoryCard
+
+if TYPE_CHECKING:
+    from bureau.service import Bureau
+
+RETRIEVAL_COLUMNS = (
+    "policy", "scenario_id", "requester", "scope", "rank", "card_id", "card_owner", "kind",
+    "source_id", "item_id", "variant", "item_owner", "item_label", "score", "cosine", "content",
+)
+REQUEST_COLUMNS = (
+    "policy", "scenario_id", "requester", "role", "request_id", "scopes", "returned",
+)
+MAX_K = 100
+"""Top-k is a retrieval depth, not a dump: above this a run measures nothing a user would see."""
+PIPELINE_CHUNK_CAP = 8
+"""Scenarios per embedding group once the pipeline is running (groups start at 1 and double)."""
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Timings:
+    """Where the lab's wall time went (seconds) and what the encoder did during it."""
+
+    total: float = 0.0
+    embed_wait: float = 0.0
+    shared_pool: float = 0.0
+    seed: float = 0.0
+    publish: float = 0.0
+    abstractions: float = 0.0
+    retrieve: float = 0.0
+    frames: float = 0.0
+    distinct_texts: int = 0
+    texts_embedded: int = 0
+    tokens_embedded: int = 0
+    encoder_seconds: float = 0.0
+    cards_written: int = 0
+    searches: int = 0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class LabResult:
+    """Everything one run measured.
+
+    ``lab``: the converted scenarios the run used (counts, items, queries).
+    ``pairs``: the exposure table (:mod:`bureau.leakage.metrics` schema) of every policy, plus
+    ``policy``, ``rank`` (1-based rank in the scope that returned the item, NaN if not returned),
+    ``abstraction_retrieved`` (policy d: the item's safe abstraction reached the requester) and
+    ``pool_rank`` (the pair's rank in the requester's shared pool, own items included: policy a
+    at any k is ``pool_rank <= k``).
+    ``retrievals``: every card every query returned (:data:`RETRIEVAL_COLUMNS`).
+    ``requests``: one row per ``Case.retrieve`` call of policies b-d (:data:`REQUEST_COLUMNS`).
+    ``queries``: (scenario id, agent name) -> the query asked.
+    """
+
+    lab: LabSet
+    k: int
+    pairs: pd.DataFrame
+    retrievals: pd.DataFrame
+    requests: pd.DataFrame
+    queries: dict[tuple[str, str], str]
+    texts: list[str]
+    timings: Timings
+    engine_check: dict[str, float | int] = field(default_factory=dict)
+    case_ids: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dataset(self) -> Any:
+        """The benchmark's own object the lab set was converted from (a ``MagpieDataset``)."""
+        return self.lab.dataset
+
+    def policy(self, name: str) -> pd.DataFrame:
+        """The exposure table of one policy (metrics functions take it as is)."""
+        return self.pairs[self.pairs["policy"] == name].drop(columns="policy")
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def as_lab(data: LabSet | MagpieDataset) -> LabSet:
+    """``data`` as a lab set: converted scenarios pass through, MAGPIE is converted."""
+    return data if isinstance(data, LabSet) else to_lab(data)
+
+
+def lab_texts(data: LabSet | MagpieDataset) -> tuple[list[str], dict[tuple[str, str], str]]:
+    """Every distinct text the lab embeds (items, queries, abstractions), and the queries."""
+    lab = as_lab(data)
+    queries = {(s.scenario_id, a.name): a.query for s in lab.scenarios for a in s.agents}
+    texts: list[str] = []
+    for scenario in lab.scenarios:
+        texts += _scenario_texts(scenario)
+    return list(dict.fromkeys(texts)), queries
+
+
+def _scenario_texts(scenario: LabScenario) -> list[str]:
+    texts = [i.text for i in scenario.items]
+    texts += [a.query for a in scenario.agents]
+    texts += [i.abstraction for i in scenario.items if i.abstraction]
+    return texts
+
+
+def _chunks(
+    scenarios: Sequence[LabScenario], first: int = 1, cap: int = PIPELINE_CHUNK_CAP
+) -> list[list[LabScenario]]:
+    """Scenario groups for the embedding pipeline: 1, 2, 4, 8, 8, ... scenarios.
+
+    A small first group lets storage start early; later groups are big enough for well-filled,
+    length-sorted batches.
+    """
+    out, i, size = [], 0, first
+    while i < len(scenarios):
+        out.append(list(scenarios[i : i + size]))
+        i += size
+        size = min(size * 2, cap)
+    return out
+
+
+Progress = Callable[[Iterable[Any], int], Iterable[Any]]
+
+
+def _no_progress(it: Iterable[Any], total: int) -> Iterable[Any]:
+    return it
+
+
+def run_lab(
+    bureau: Bureau,
+    data: LabSet | MagpieDataset,
+    k: int = DEFAULT_K,
+    progress: Progress | None = None,
+    cleanup: bool = False,
+    pipeline: bool = True,
+) -> LabResult:
+    """Run policies a-d on every scenario of ``data`` with ``bureau``'s store and encoder.
+
+    Every distinct text is embedded once, group by group ahead of the storage work, by as many
+    background threads as the encoder has workers (``pipeline=False``: all up front, then
+    storage), and every policy reuses those vectors: the Bureau's writes and searches hit the
+    encoder's cache. Creates one case per scenario (kept unless ``cleanup``: deleting ~30 cards
+    per case costs about as much as writing them). ``progress(iterable, total)`` wraps the
+    scenario loop.
+    """
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"k must lie between 1 and {MAX_K}")
+    lab = as_lab(data)
+    progress = progress or _no_progress
+    t = Timings()
+    start = time.perf_counter()
+    enc = bureau.encoder
+    texts, queries = lab_texts(lab)
+    t.distinct_texts = len(texts)
+    if hasattr(enc, "reserve_cache"):  # every vector must still be cached when PowerMem asks
+        enc.reserve_cache(len(texts) + 1024)
+    before = _encoder_counters(enc)
+
+    chunks = _chunks(lab.scenarios) if pipeline else [list(lab.scenarios)]
+    vec: dict[str, np.ndarray] = {}
+    rows: list[tuple[Any, ...]] = []
+    requests: list[tuple[Any, ...]] = []
+    scores: list[tuple[str, str, str, float, int]] = []
+    engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
+    case_ids: dict[str, str] = {}
+
+    # Groups are embedded side by side, each on one thread with single-threaded model runs: no
+    # thread waits at a group's end for the other's last (longest) batch, and a core the store
+    # takes for a moment slows one group instead of every operator.
+    # (An encoder with a ``workers`` attribute takes ``embed(texts, workers=...)``.)
+    workers = int(getattr(enc, "workers", 1))
+
+    def embed(group: list[LabScenario]) -> dict[str, np.ndarray]:
+        todo = list(dict.fromkeys(x for s in group for x in _scenario_texts(s)))
+        vecs = enc.embed(todo, workers=1) if workers > 1 else enc.embed(todo)
+        return dict(zip(todo, vecs, strict=True))
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed") as pool:
+        futures = [pool.submit(embed, group) for group in chunks]  # started in order
+        try:
+            bar = iter(progress(lab.scenarios, len(lab.scenarios)))
+            for group, future in zip(chunks, futures, strict=True):
+                t0 = time.perf_counter()
+                vec.update(future.result())
+                t.embed_wait += time.perf_counter() - t0
+                for scenario in group:
+                    next(bar, None)
+                    scores += _shared_pool(scenario, vec, k, rows, t)
+                    case_id = f"{scenario.case_stem}-{uuid.uuid4().hex[:5]}"
+                    case_ids[scenario.scenario_id] = case_id
+                    rows += _run_bureau_case(bureau, scenario, case_id, vec, k, t, engine,
+                                             requests)
+                    if cleanup:
+                        bureau.delete_case(case_id)
+            next(bar, None)  # let a progress bar close
+        finally:
+            for future in futures:
+                future.cancel()
+
+    t0 = time.perf_counter()
+    retrievals = pd.DataFrame(rows, columns=list(RETRIEVAL_COLUMNS))
+    score_frame = pd.DataFrame(
+        scores, columns=["scenario_id", "requester", "item_id", "score", "pool_rank"]
+    )
+    pairs = _pairs(lab, retrievals, score_frame)
+    t.frames = time.perf_counter() - t0
+
+    after = _encoder_counters(enc)
+    t.texts_embedded = after[0] - before[0]
+    t.tokens_embedded = after[1] - before[1]
+    t.encoder_seconds = after[2] - before[2]
+    t.total = time.perf_counter() - start
+    engine_check: dict[str, float | int] = dict(engine)
+    engine_check["agreement"] = (
+        engine["same_topk"] / engine["queries"] if engine["queries"] else float("nan")
+    )
+    return LabResult(
+        lab=lab,
+        k=k,
+        pairs=pairs,
+        retrievals=retrievals,
+        requests=pd.DataFrame(requests, columns=list(REQUEST_COLUMNS)),
+        queries=queries,
+        texts=texts,
+        timings=t,
+        engine_check=engine_check,
+        case_ids=case_ids,
+    )
+
+
+def _shared_pool(
+    scenario: LabScenario,
+    vec: dict[str, np.ndarray],
+    k: int,
+    rows: list[tuple[Any, ...]],
+    t: Timings,
+) -> list[tuple[str, str, str, float, int]]:
+    """Policy a: one pool of every agent's items, exact cosine top-k in numpy.
+
+    Appends the returned items to ``rows``; returns the cosine of every (requester, other
+    agent's item) pair -- the relevance scores the AUROC is computed from -- and the item's rank
+    in the requester's whole pool (own items included), so any other k can be read off.
+    """
+    t0 = time.perf_counter()
+    scores = []
+    items = list(scenario.items)
+    item_vecs = np.stack([vec[i.text] for i in items])
+    for agent in scenario.agents:
+        cos = item_vecs @ vec[agent.query]
+        order = _topk(cos, len(items))
+        rank_of = {int(j): r for r, j in enumerate(order, start=1)}
+        for j, (item, c) in enumerate(zip(items, cos, strict=True)):
+            if item.owner != agent.name:
+                scores.append(
+                    (scenario.scenario_id, agent.name, item.item_id, float(c), rank_of[j])
+                )
+        for rank, j in enumerate(order[:k], start=1):
+            item = items[j]
+            rows.append(
+                (SHARED_POOL, scenario.scenario_id, agent.name, "pool", rank,
+                 item.item_id, item.owner, item.label, None, item.item_id, "item",
+                 item.owner, item.label, float(cos[j]), float(cos[j]), item.text)
+            )
+    t.shared_pool += time.perf_counter() - t0
+    return scores
+
+
+def _encoder_counters(enc: Any) -> tuple[int, int, float]:
+    return (
+        int(getattr(enc, "texts_embedded", 0)),
+        int(getattr(enc, "tokens_embedded", 0)),
+        float(getattr(enc, "seconds", 0.0)),
+    )
+
+
+def _topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first; ties keep file order."""
+    return np.argsort(-scores, kind="stable")[:k]
+
+
+def _run_bureau_case(
+    bureau: Bureau,
+    scenario: LabScenario,
+    case_id: str,
+    vec: dict[str, np.ndarray],
+    k: int,
+    t: Timings,
+    engine: dict[str, Any],
+    requests: list[tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    """Policies b, c and d: one case, asked after each of its three successive states."""
+    t0 = time.perf_counter()
+    case = bureau.create_case(scenario.scenario, case_id=case_id)
+    by_key = {item.seed_key: item for item in scenario.items}
+    # Card id -> (item, variant) for every private card this lab wrote; board copies map back
+    # through their source_id, never through their content.
+    origin: dict[str, tuple[LabItem, str]] = {}
+    seeded: dict[str, MemoryCard] = {}
+    for card in [c for cards in case.spaces().values() for c in cards]:
+        if card.seed_key in by_key:
+            origin[card.id] = (by_key[card.seed_key], "item")
+            seeded[by_key[card.seed_key].item_id] = card
+    if len(seeded) != len(scenario.items):
+        raise RuntimeError(f"case {case.id}: {len(seeded)} of {len(scenario.items)} cards seeded")
+    t.cards_written += len(seeded)
+    t.seed += time.perf_counter() - t0
+
+    rows = _ask_all(case, scenario, vec, origin, k, "b_bureau_closed", t, requests)
+
+    t0 = time.perf_counter()
+    for item in scenario.items:
+        if item.label == "shareable":
+            card = seeded[item.item_id]
+            case.publish(scenario.role_of(item.owner), card.id)
+            t.cards_written += 1
+    t.publish += time.perf_counter() - t0
+    asked = _ask_all(case, scenario, vec, origin, k, "c_bureau_published", t, requests)
+    _engine_check(case, scenario, vec, k, asked, engine)
+    rows += asked
+
+    t0 = time.perf_counter()
+    for item in scenario.items:
+        if item.abstraction:
+            role = scenario.role_of(item.owner)
+            note = case.whisper(role, item.abstraction, topic="safe-abstraction",
+                                kind="abstraction")
+            origin[note.id] = (item, "abstraction")
+            case.publish(role, note.id)
+            t.cards_written += 2
+    t.abstractions += time.perf_counter() - t0
+    rows += _ask_all(case, scenario, vec, origin, k, "d_bureau_abstractions", t, requests)
+    return rows
+
+
+def _ask_all(
+    case: Any,
+    scenario: LabScenario,
+    vec: dict[str, np.ndarray],
+    origin: dict[str, tuple[LabItem, str]],
+    k: int,
+    policy: str,
+    t: Timings,
+    requests: list[tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    """Every requester asks its query through ``Case.retrieve``; one row per returned card.
+
+    Query vectors never come from the shared cache (a timing side channel); the lab hands down
+    the vectors it embedded itself, so each question is embedded once, not once per policy.
+    """
+    t0 = time.perf_counter()
+    rows = []
+    for agent in scenario.agents:
+        with given_vectors(vec):
+            trace = case.retrieve(agent.role, agent.query, limit=k)
+        t.searches += len(trace.scopes)
+        requests.append(
+            (policy, scenario.scenario_id, agent.name, agent.role, trace.request_id,
+             "+".join(trace.searched_scopes),
+             sum(len(s.hits) + len(s.below_threshold) for s in trace.scopes))
+        )
+        for scope in trace.scopes:
+            returned = sorted([*scope.hits, *scope.below_threshold], key=lambda c: -(c.score or 0))
+            for rank, card in enumerate(returned, start=1):
+                source = card.source_id if card.owner == BOARD else card.id
+                item, variant = origin.get(source or "", (None, "unknown"))
+                cosine = (float(vec[agent.query] @ vec[card.content]) if card.content in vec
+                          else np.nan)
+                rows.append(
+                    (policy, scenario.scenario_id, agent.name, scope.scope, rank, card.id,
+                     card.owner, card.kind, card.source_id, item.item_id if item else None,
+                     variant, item.owner if item else None, item.label if item else None,
+                     float(card.score or 0.0), cosine, card.content)
+                )
+    t.retrieve += time.perf_counter() - t0
+    return rows
+
+
+def _engine_check(
+    case: Any,
+    scenario: LabScenario,
+    vec: dict[str, np.ndarray],
+    k: int,
+    asked: list[tuple[Any, ...]],
+    engine: dict[str, Any],
+) -> None:
+    """Does numpy's exact top-k over the board equal what seekdb returned (policy c)?
+
+    Policy a is computed in numpy; this compares the two engines on the same cards and queries.
+    """
+    board = case.spaces()[BOARD]
+    if not board:
+        return
+    board_vecs = np.stack([vec[c.content] for c in board])
+    col = {name: i for i, name in enumerate(RETRIEVAL_COLUMNS)}
+    for agent in scenario.agents:
+        cos = board_vecs @ vec[agent.query]
+        exact = {board[j].id: float(cos[j]) for j in _topk(cos, k)}
+        got = {
+            r[col["card_id"]]: r[col["score"]]
+            for r in asked
+            if r[col["requester"]] == agent.name and r[col["scope"]] == BOARD
+        }
+        engine["queries"] += 1
+        engine["same_topk"] += int(set(exact) == set(got))  # order may differ among exact ties
+        for card_id, score in got.items():
+            diff = abs(exact.get(card_id, float("nan")) - score)
+            engine["max_score_diff"] = max(engine["max_score_diff"], diff if diff == diff else 1.0)
+
+
+def _pairs(lab: LabSet, retrievals: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """The exposure grid of each policy with retrieved / rank / abstraction flags and scores."""
+    grid = exposure_frame(lab.to_frame(), requesters=lab.requester_frame()).drop(columns="score")
+    grid = grid.merge(scores, on=["scenario_id", "requester", "item_id"], how="left")
+    key = ["scenario_id", "requester", "item_id"]
+    got = retrievals.dropna(subset=["item_id"])
+    frames = []
+    for policy in POLICIES:
+        mine = got[got["policy"] == policy]
+        items = mine[mine["variant"] == "item"].groupby(key)["rank"].min().rename("rank")
+        abstr = mine[mine["variant"] == "abstraction"].groupby(key).size().rename("n_abs")
+        frame = grid.merge(items, left_on=key, right_index=True, how="left")
+        frame = frame.merge(abstr, left_on=key, right_index=True, how="left")
+        frame["retrieved"] = frame["rank"].notna()
+        frame["abstraction_retrieved"] = frame["n_abs"].fillna(0) > 0
+        frames.append(frame.drop(columns="n_abs").assign(policy=policy))
+    out = pd.concat(frames, ignore_index=True)
+    cols = ["policy", "scenario_id", "domain", "requester", "item_id", "owner", "label",
+            "retrieved", "score", "rank", "abstraction_retrieved", "pool_rank"]
+    return out[cols]
+
+
+def leaked_contents(result: LabResult, policy: str) -> pd.DataFrame:
+    """Returned cards whose text equals a private item of an agent other than the requester.
+
+    Independent of the id mapping: compares bodies, so a mapping bug cannot hide a leak.
+    """
+    private = result.lab.to_frame()
+    private = private[private["label"] == "private"][["scenario_id", "agent", "text"]]
+    got = result.retrievals[result.retrievals["policy"] == policy]
+    hits = got.merge(private, left_on=["scenario_id", "content"],
+                     right_on=["scenario_id", "text"])
+    return hits[hits["agent"] != hits["requester"]]

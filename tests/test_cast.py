@@ -1,0 +1,89 @@
+"""The lessons' cast: which role or card plays each part, read from the scenario (no store).
+
+Lessons 00-03 and their exercise checks name roles and cards only through :class:`Cast`, so these
+rules are what lets ``papermill -p scenario the-mole`` run a lesson; ``test_notebooks.py`` runs
+them, and ``test_widgets.py`` solves the exercises, with every shipped scenario.
+"""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from conftest import REPO
+
+from bureau.course.cast import Cast
+from bureau.errors import ScenarioError
+from bureau.scenario import list_scenarios, load_scenario, parse_scenario
+
+SHIPPED = [s.id for s in list_scenarios()]
+
+
+def test_safe_combination_keeps_the_worked_example():
+    """The lessons' prose tells the safe-combination story: the cast must match it."""
+    cast = Cast.of(load_scenario("safe-combination"))
+    assert (cast.holder, cast.secret.key) == ("informant", "safe-code")
+    assert cast.secret.question == "What is the combination of the safe in the study?"
+    assert (cast.outsider, cast.bystander, cast.witness) == ("detective", "suspect", "suspect")
+    assert cast.testimony.key == "alibi"
+    assert cast.testimony.question == "What is the alibi for Friday night?"
+    assert (cast.evidence.key, cast.evidence.owner) == ("footprint", "detective")
+    assert cast.evidence.question == "What size is the muddy boot print?"
+    assert cast.evidence.knowers_after == ("detective", "informant", "suspect")
+    assert (cast.spare.key, cast.spare.owner) == ("cctv", "detective")
+
+
+def test_the_mole_casts_its_own_roles():
+    cast = Cast.of(load_scenario("the-mole"))
+    assert (cast.holder, cast.secret.key, cast.outsider) == ("informant", "true-tip", "detective")
+    assert (cast.witness, cast.testimony.key) == ("harbourmaster", "customs-hours")
+    assert (cast.evidence.key, cast.spare.key) == ("leak-warning", "blue-van")
+
+
+@pytest.mark.parametrize("scenario_id", SHIPPED)
+def test_every_part_keeps_its_promise(scenario_id):
+    """What each lesson relies on, stated on the answer key of every shipped scenario."""
+    s = load_scenario(scenario_id)
+    cast = Cast.of(s)
+    assert cast.roles == tuple(s.role_names)
+    published = {q.publish for q in s.questions if q.publish}
+    assert cast.secret.key in published and cast.evidence.key in published
+    assert cast.holder in cast.secret.knowers_before  # lesson 00/02: the holder answers
+    for role in (cast.outsider, cast.bystander):  # lesson 00/02: they do not, until published
+        assert role not in cast.secret.knowers_before and role in cast.secret.knowers_after
+    assert cast.testimony.knowers_before == (cast.witness,)  # lesson 02: only the witness knows
+    assert cast.witness != cast.outsider
+    assert cast.evidence.topic != cast.secret.topic  # publishing the secret leaves lesson 03's
+    assert set(cast.evidence.knowers_after) > set(cast.evidence.knowers_before)  # exercise open
+    assert cast.spare.key not in published | {cast.testimony.key}  # lesson 03's crash card
+    assert s.seed(cast.spare.key)[0] == cast.spare.owner
+
+
+def test_a_case_and_its_scenario_cast_alike():
+    s = load_scenario("ward-seven")
+    assert Cast.of(SimpleNamespace(scenario=s)) == Cast.of(s)
+
+
+def test_a_two_role_case_still_gets_a_full_cast():
+    """The README's minimal example: one publish question, so parts fall back to the secret."""
+    text = (REPO / "scenarios" / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    cast = Cast.of(parse_scenario(yaml.safe_load(block)))
+    assert (cast.holder, cast.outsider, cast.witness) == ("gardener", "cook", "gardener")
+    assert cast.testimony == cast.secret == cast.evidence == cast.spare
+
+
+def test_a_scenario_with_nothing_to_publish_is_refused_with_a_reason():
+    data = load_scenario("safe-combination").to_dict()
+    data["questions"] = [q for q in data["questions"] if not q.get("publish")]
+    with pytest.raises(ScenarioError, match="nothing to publish"):
+        Cast.of(parse_scenario(data))
+
+
+def test_cast_shows_who_plays_which_part():
+    cast = Cast.of(load_scenario("safe-combination"))
+    html = cast._repr_html_()
+    assert "bureau-cast" in html and "<code>cast.witness</code>" in html and "suspect" in html
+    assert "witness=suspect" in repr(cast)
