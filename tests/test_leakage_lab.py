@@ -26,7 +26,6 @@ from conftest import REPO, magpie_path
 from sklearn.metrics import roc_auc_score
 
 from bureau.embedding import MiniLMEncoder, shared_minilm
-from bureau.leakage import policies
 from bureau.leakage.__main__ import main
 from bureau.leakage.convert import query_text, role_names, slug, to_bureau_scenario, to_lab
 from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
@@ -121,18 +120,6 @@ def test_mini_lab_set_keeps_items_queries_and_seed_keys():
             owner, memory = ls.scenario.seed(item.seed_key)
             assert (owner, memory.content, memory.kind) == (ls.role_of(item.owner), item.text,
                                                             item.label)
-
-
-def test_old_import_path_still_works():
-    """Lesson 05 and older notebooks import the lab from ``bureau.leakage.policies``."""
-    from bureau.leakage.runner import LabResult
-
-    old = [policies.query_text, policies.run_lab, policies.subset, policies.LabResult]
-    assert old == [query_text, run_lab, subset, LabResult]
-    for name in policies.MOVED:  # every moved name still resolves
-        assert getattr(policies, name) is not None and name in dir(policies)
-    with pytest.raises(AttributeError):
-        _ = policies.no_such_name
 
 
 def test_every_magpie_scenario_maps_to_a_valid_case():

@@ -68,7 +68,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
     from bureau.leakage.report import benchmark, summarize, write_outputs
     from bureau.leakage.runner import MAX_K, run_lab
 
-    if not 1 <= args.k <= MAX_K:
+    if not 1 <= args.k <= MAX_K:  # the same range check_limit applies, said as a CLI error
         print(f"error: --k must lie between 1 and {MAX_K}", file=sys.stderr)
         return 2
     if args.limit is not None and args.limit < 1:

@@ -14,18 +14,11 @@ import pandas as pd
 
 from bureau.errors import ScenarioError
 from bureau.leakage import plots
-from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie
+from bureau.leakage.convert import query_text, role_names, seed_key, to_bureau_scenario
+from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie, subset
 from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
-from bureau.leakage.policies import (
-    LabResult,
-    query_text,
-    role_names,
-    run_lab,
-    seed_key,
-    subset,
-    to_bureau_scenario,
-)
 from bureau.leakage.report import domain_table, relevance, summarize
+from bureau.leakage.runner import LabResult, run_lab
 from bureau.resources import shipped_path
 
 MINI = shipped_path("data", "magpie_mini")

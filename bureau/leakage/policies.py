@@ -21,14 +21,12 @@ b, c and d are three successive states of one case per scenario. How they are ru
 :mod:`bureau.leakage.runner`; how a MAGPIE scenario becomes a case: :mod:`bureau.leakage.convert`.
 
 This module only defines them, so the runner, the report and the plots name the policies the
-same way. The lab's other names used to live here too; they are still importable from here
-(``from bureau.leakage.policies import query_text, run_lab, subset``) for existing notebooks.
+same way.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from bureau.settings import DEFAULT_THRESHOLD
 
 POLICIES: dict[str, str] = {
     "a_shared_pool": "shared pool: one scope, relevance only",
@@ -51,34 +49,6 @@ ENGINES: dict[str, str] = {
 SHARED_POOL = "a_shared_pool"
 BUREAU_POLICIES = ("b_bureau_closed", "c_bureau_published", "d_bureau_abstractions")
 DEFAULT_K = 5
-DEFAULT_THRESHOLD = 0.45
-"""The Bureau's default relevance threshold (Settings.relevance_threshold): the stricter reading."""
-
-MOVED: dict[str, str] = {
-    **dict.fromkeys(
-        ("QUERY_TEMPLATE", "query_text", "slug", "role_names", "seed_key", "to_bureau_scenario"),
-        "bureau.leakage.convert",
-    ),
-    "subset": "bureau.leakage.magpie",
-    **dict.fromkeys(
-        ("LabResult", "Timings", "Progress", "RETRIEVAL_COLUMNS", "REQUEST_COLUMNS", "lab_texts",
-         "run_lab", "leaked_contents"),
-        "bureau.leakage.runner",
-    ),
-}
-"""Names this module used to hold -> the module holding them now."""
-
-
-def __getattr__(name: str) -> Any:
-    """Resolve a moved name on first use (PEP 562).
-
-    Lazy because the runner imports the definitions above: importing it back at module level
-    would be an import cycle.
-    """
-    if name in MOVED:
-        return getattr(importlib.import_module(MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *MOVED])
+__all__ = ["BUREAU_POLICIES", "DEFAULT_K", "DEFAULT_THRESHOLD", "ENGINES", "POLICIES",
+           "POLICY_LABELS", "SHARED_POOL"]
+"""DEFAULT_THRESHOLD is the Bureau's own (``bureau.settings``): the lab's stricter reading."""

@@ -38,6 +38,7 @@ from bureau.leakage.magpie import MagpieDataset
 from bureau.leakage.metrics import exposure_frame
 from bureau.leakage.policies import DEFAULT_K, POLICIES, SHARED_POOL
 from bureau.model import BOARD, MemoryCard
+from bureau.settings import LIMIT_RANGE, check_limit
 
 if TYPE_CHECKING:
     from bureau.service import Bureau
@@ -49,7 +50,7 @@ RETRIEVAL_COLUMNS = (
 REQUEST_COLUMNS = (
     "policy", "scenario_id", "requester", "role", "request_id", "scopes", "returned",
 )
-MAX_K = 100
+MAX_K = LIMIT_RANGE[1]
 """Top-k is a retrieval depth, not a dump: above this a run measures nothing a user would see."""
 PIPELINE_CHUNK_CAP = 8
 """Scenarios per embedding group once the pipeline is running (groups start at 1 and double)."""
@@ -182,8 +183,7 @@ def run_lab(
     per case costs about as much as writing them). ``progress(iterable, total)`` wraps the
     scenario loop.
     """
-    if not 1 <= k <= MAX_K:
-        raise ValueError(f"k must lie between 1 and {MAX_K}")
+    k = check_limit(k, "k")  # the Bureau's own per-scope limit check
     lab = as_lab(data)
     progress = progress or _no_progress
     t = Timings()
