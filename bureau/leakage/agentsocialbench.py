@@ -118,7 +118,13 @@ from typing import Any, Literal, NamedTuple
 import pandas as pd
 
 from bureau.errors import ScenarioError
-from bureau.leakage.magpie import MagpieAgent, MagpieDataset, MagpieItem, MagpieScenario
+from bureau.leakage.magpie import (
+    LabelledItems,
+    MagpieAgent,
+    MagpieDataset,
+    MagpieItem,
+    MagpieScenario,
+)
 from bureau.resources import checkout_root
 
 Label = Literal["shareable", "private"]
@@ -192,7 +198,7 @@ class SocialAgent:
 
 
 @dataclass(frozen=True)
-class SocialScenario:
+class SocialScenario(LabelledItems):
     """One scenario file. Every participant but an item's holder is a requester of that item."""
 
     scenario_id: str
@@ -203,14 +209,6 @@ class SocialScenario:
     abstraction_keys: int
     unused_abstraction_keys: tuple[str, ...]
     file: Path | None = field(default=None, compare=False)
-
-    @property
-    def private(self) -> tuple[SocialItem, ...]:
-        return tuple(i for i in self.items if i.label == "private")
-
-    @property
-    def shareable(self) -> tuple[SocialItem, ...]:
-        return tuple(i for i in self.items if i.label == "shareable")
 
 
 @dataclass(frozen=True)

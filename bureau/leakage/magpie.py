@@ -180,22 +180,29 @@ class MagpieItem:
     abstraction: str | None
 
 
+class LabelledItems:
+    """``private`` and ``shareable`` views of an ``items`` tuple (agents, scenarios of any
+    benchmark): one definition of what the two labels select."""
+
+    items: tuple[Any, ...]
+
+    @property
+    def shareable(self) -> tuple[Any, ...]:
+        return tuple(i for i in self.items if i.label == "shareable")
+
+    @property
+    def private(self) -> tuple[Any, ...]:
+        return tuple(i for i in self.items if i.label == "private")
+
+
 @dataclass(frozen=True)
-class MagpieAgent:
+class MagpieAgent(LabelledItems):
     """An agent with its items in file order: shareable entries first, then private ones."""
 
     name: str
     role: str
     description: str
     items: tuple[MagpieItem, ...]
-
-    @property
-    def shareable(self) -> tuple[MagpieItem, ...]:
-        return tuple(i for i in self.items if i.label == "shareable")
-
-    @property
-    def private(self) -> tuple[MagpieItem, ...]:
-        return tuple(i for i in self.items if i.label == "private")
 
 
 @dataclass(frozen=True)
