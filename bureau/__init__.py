@@ -4,7 +4,7 @@ Start with ``Bureau.open()``, then ``bureau.load_scenario("safe-combination")``.
 """
 
 from .errors import BureauError
-from .model import BOARD, Answer, Event, MemoryCard, RetrievalTrace, ScopeResult
+from .model import BOARD, Answer, Event, LLMExchange, MemoryCard, RetrievalTrace, ScopeResult
 from .service import Bureau, Case
 from .settings import Settings
 
@@ -15,6 +15,7 @@ __all__ = [
     "BureauError",
     "Case",
     "Event",
+    "LLMExchange",
     "MemoryCard",
     "RetrievalTrace",
     "ScopeResult",

@@ -1,4 +1,4 @@
-"""Command line: ``python -m bureau demo``, ``bench`` and ``repair``."""
+"""Command line: ``python -m bureau demo``, ``bench``, ``injection`` and ``repair``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ def main(argv: list[str] | None = None) -> int:
                        help="folder for bench.json and bench.csv")
     bench.add_argument("--data-dir", type=Path, default=None,
                        help="store to fill (default: a temporary one, removed afterwards)")
+    inj = sub.add_parser("injection", help="prompt-injection lab: the bureau vs a naive shared memory")
+    inj.add_argument("--scenarios", default="", help="scenario ids, comma-separated (default: all)")
+    inj.add_argument("--temperament", default="gullible", choices=["gullible", "obedient"],
+                     help="the stand-in model's temperament (ignored with BUREAU_LLM_MODEL)")
+    inj.add_argument("--targets", type=int, default=None, help="targets per scenario (default: all)")
+    inj.add_argument("--out", type=Path, default=Path("injection-results"),
+                     help="folder for injection.json, injection.csv and injection-summary.csv")
+    inj.add_argument("--data-dir", type=Path, default=None,
+                     help="store to use (default: a temporary one, removed afterwards)")
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -35,12 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "repair":
-            from .settings import Settings
             from .service.repair import repair
+            from .settings import Settings
 
             extra = {"data_dir": args.data_dir} if args.data_dir else {}
             print(repair(Settings.from_env(**extra), adopt=args.adopt,
                          purge_unknown=args.purge_unknown).text())
+        elif args.command == "injection":
+            from .course.injection import run_cli
+
+            print(run_cli(args.scenarios, args.temperament, args.targets, args.out, args.data_dir))
         elif args.command == "demo":
             from .course.demo import run_demo
 

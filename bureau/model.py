@@ -7,6 +7,7 @@ asked for it: a leak must look like a leak.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -47,6 +48,13 @@ class MemoryCard:
     seed_key: str | None = None
     """Set on opening memories written from a scenario file."""
     score: float | None = None
+    sensitivity: str | None = None
+    """A label purpose-bound policies match on (``public``, ``confidential``, ...); see
+    :mod:`bureau.mediation.policy`. ``None``: unlabelled."""
+    info_type: str | None = None
+    """What kind of information the card holds (``access-code``, ``alibi``, ...), for policies."""
+    abstraction: str | None = None
+    """A safe summary the owner wrote: what a mediator may release instead of the content."""
 
     @property
     def is_board_copy(self) -> bool:
@@ -128,6 +136,59 @@ class RetrievalTrace:
 
 
 @dataclass(frozen=True)
+class LLMExchange:
+    """One call to the opt-in LLM voice, exactly as it was made and answered.
+
+    It is the proof of what a model could possibly have known: the messages are the request
+    body's messages verbatim (system prompt, then the question and the evidence packet as JSON),
+    so nothing reached the model that is not in here. Like the retrieval trace, it is an
+    operator view carried on the :class:`Answer` only: events and the stage never hold it,
+    because it contains the question and card bodies.
+    """
+
+    model: str
+    base_url: str | None
+    messages: tuple[dict[str, str], ...] = field(hash=False)
+    """``{"role": ..., "content": ...}`` as sent."""
+    refs: tuple[tuple[str, str], ...]
+    """``(ref, card id)`` for every card in the packet, in packet order."""
+    raw_reply: str | None
+    """The model's reply text as received (``None``: no reply, see ``error``)."""
+    parsed: dict[str, Any] | None = field(default=None, hash=False)
+    """The reply as JSON, when it parsed as an object."""
+    fallback_reason: str | None = None
+    """Why the reply was rejected (content-free: safe in events); ``None`` when accepted."""
+    error: str | None = None
+    """The client's error text when the call failed (operator view only: it may quote the reply)."""
+    latency_ms: float = 0.0
+
+    @property
+    def accepted(self) -> bool:
+        return self.fallback_reason is None
+
+    @property
+    def system_prompt(self) -> str:
+        return next((m["content"] for m in self.messages if m.get("role") == "system"), "")
+
+    def request(self) -> dict[str, Any]:
+        """The user message decoded: ``{"question": ..., "evidence": [{ref, source, text}]}``."""
+        user = next((m["content"] for m in self.messages if m.get("role") == "user"), "")
+        try:
+            data = json.loads(user)
+        except ValueError:
+            return {"question": user, "evidence": []}
+        return data if isinstance(data, dict) else {"question": user, "evidence": []}
+
+    def sent_text(self) -> str:
+        """Everything the model received, as plain text (card bodies unescaped)."""
+        req = self.request()
+        parts = [self.system_prompt, str(req.get("question", ""))]
+        parts += [f"{p.get('ref')} {p.get('source')} {p.get('text')}"
+                  for p in req.get("evidence", []) if isinstance(p, dict)]
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True)
 class Answer:
     text: str
     known: bool
@@ -136,6 +197,8 @@ class Answer:
     responder: str
     trace: RetrievalTrace
     fallback_reason: str | None = None
+    exchange: LLMExchange | None = field(default=None, repr=False, compare=False)
+    """The LLM call behind this answer (request, raw reply, verdict), when a model was called."""
 
     @property
     def certainty(self) -> str:

@@ -18,6 +18,8 @@ import nbformat
 import pytest
 from conftest import REPO
 
+import bureau.course.injection  # noqa: F401  (registers lesson 06's exercise)
+
 NB_DIR = REPO / "notebooks"
 LESSONS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 ALL = [*LESSONS, NB_DIR / "stage.ipynb"]

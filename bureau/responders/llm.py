@@ -3,9 +3,16 @@
 The model gets no tools and no store: only the question and a packet of cards the service already
 retrieved for this role (after any mediator). Cards are referred to by short refs (``e1``, ``e2``)
 because models mangle long snowflake ids. Its reply must be JSON whose citations are refs from the
-packet; anything else (a network error, prose, an invented ref, "known" with no citation) falls
-back to the evidence responder and says why. So an LLM can make answers read better, never widen
-what a role knows.
+packet; anything else (a network error, a timeout, an empty reply, prose, an invented ref,
+"known" with no citation) falls back to the evidence responder and says why. So an LLM can make
+answers read better, never widen what a role knows: the model decides how to say it, the memory
+layer decides whether it can be known.
+
+Every call is recorded on the answer as an :class:`~bureau.model.LLMExchange` (the messages
+exactly as sent, the raw reply, the parsed reply, the verdict, the latency), so the X-ray can show
+what the model could possibly have known. The fallback reason is a fixed, content-free phrase
+(it travels in the outward ``answer.completed`` event); the client's own error text, which may
+quote the reply, stays in the exchange.
 """
 
 from __future__ import annotations
@@ -13,11 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ..model import BOARD, Answer, LLMExchange, MemoryCard, RetrievalTrace
 from ..settings import LLMSettings
 from .evidence import UNKNOWN, EvidenceResponder
 
@@ -29,8 +38,11 @@ SYSTEM = (
     '"cited": ["e1", ...]}} where cited lists the refs of the cards the answer rests on.'
 )
 
+_ROLE_IN_SYSTEM = re.compile(r"^You are the (\S+) in a detective game\.")
+
 
 def evidence_packet(evidence: Sequence[MemoryCard]) -> list[dict[str, str]]:
+    """The cards as the model sees them: a short ref, where the card came from, its text."""
     return [
         {
             "ref": f"e{i}",
@@ -40,6 +52,28 @@ def evidence_packet(evidence: Sequence[MemoryCard]) -> list[dict[str, str]]:
         }
         for i, c in enumerate(evidence, start=1)
     ]
+
+
+def build_messages(role: str, question: str, packet: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The one prompt template: the system prompt, then the question and the packet as JSON.
+
+    Public so that a baseline (the injection lab's naive shared memory) can send the very same
+    template with a different packet, and the comparison is about the packet alone.
+    """
+    return [
+        {"role": "system", "content": SYSTEM.format(role=role)},
+        {"role": "user", "content": json.dumps({"question": question, "evidence": packet},
+                                               ensure_ascii=False)},
+    ]
+
+
+def role_of(messages: Sequence[dict[str, Any]]) -> str | None:
+    """The role a request was made for, read back from its system prompt (for audits)."""
+    for m in messages:
+        if m.get("role") == "system":
+            found = _ROLE_IN_SYSTEM.match(str(m.get("content", "")))
+            return found.group(1) if found else None
+    return None
 
 
 def _parse(reply: str) -> dict[str, Any]:
@@ -53,27 +87,47 @@ def _parse(reply: str) -> dict[str, Any]:
     return data
 
 
+def _call_failure(exc: BaseException, timeout_s: float) -> str:
+    """A content-free reason for a failed call: the error's type and, at most, its HTTP status."""
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return f"no reply: {name} (no answer within {timeout_s:g} s)"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return f"no reply: {name} (HTTP {status})"
+    return f"no reply: {name}"
+
+
 class LLMResponder:
+    """Phrases the evidence with an OpenAI-compatible chat model; falls back to evidence mode."""
+
     name = "llm"
 
-    def __init__(self, settings: LLMSettings, timeout_s: float = 30.0) -> None:
+    def __init__(self, settings: LLMSettings, timeout_s: float = 30.0,
+                 api_key: str | None = None) -> None:
+        """``api_key`` is for local endpoints that need none (the course's stand-in model);
+        a real provider's key is read from ``$settings.api_key_env`` and never stored here."""
         from openai import OpenAI
 
-        key = os.environ.get(settings.api_key_env)
+        key = api_key or os.environ.get(settings.api_key_env)
         if not key:
             raise ConfigurationError(
                 f"The LLM responder needs an API key in ${settings.api_key_env}.",
                 "Set it, or keep the offline evidence mode (responder='evidence').",
             )
         self.settings = settings
+        self.timeout_s = timeout_s
         self.client = OpenAI(api_key=key, base_url=settings.base_url, timeout=timeout_s,
                              max_retries=0)
         self.fallback = EvidenceResponder()
 
+    def __repr__(self) -> str:
+        return f"<LLMResponder {self.settings.model} at {self.settings.base_url or 'the default URL'}>"
+
     def _fall_back(self, role: str, question: str, evidence: Sequence[MemoryCard],
-                   trace: RetrievalTrace, reason: str) -> Answer:
+                   trace: RetrievalTrace, exchange: LLMExchange) -> Answer:
         a = self.fallback.respond(role, question, evidence, trace)
-        return Answer(a.text, a.known, a.cited, self.fallback.name, trace, fallback_reason=reason)
+        return replace(a, fallback_reason=exchange.fallback_reason, exchange=exchange)
 
     def respond(
         self, role: str, question: str, evidence: Sequence[MemoryCard], trace: RetrievalTrace
@@ -82,27 +136,49 @@ class LLMResponder:
             return Answer(UNKNOWN, False, (), self.name, trace)
         packet = evidence_packet(evidence)
         refs = {p["ref"]: card for p, card in zip(packet, evidence, strict=True)}
+        messages = build_messages(role, question, packet)
+        record = LLMExchange(
+            model=self.settings.model, base_url=self.settings.base_url,
+            messages=tuple(messages), refs=tuple((r, c.id) for r, c in refs.items()),
+            raw_reply=None,
+        )
+        start = time.perf_counter()
         try:
             resp = self.client.chat.completions.create(
-                model=self.settings.model,
-                temperature=0,
-                messages=[
-                    {"role": "system", "content": SYSTEM.format(role=role)},
-                    {"role": "user", "content": json.dumps(
-                        {"question": question, "evidence": packet}, ensure_ascii=False)},
-                ],
-            )
-            data = _parse(resp.choices[0].message.content or "")
+                model=self.settings.model, temperature=0, messages=messages)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - any failure of the voice falls back
+            record = replace(record, fallback_reason=_call_failure(exc, self.timeout_s),
+                             error=f"{type(exc).__name__}: {str(exc)[:500]}",
+                             latency_ms=_ms(start))
+            return self._fall_back(role, question, evidence, trace, record)
+        raw = resp.choices[0].message.content if resp.choices else None
+        record = replace(record, raw_reply=raw, latency_ms=_ms(start))
+
+        def reject(reason: str, **extra: Any) -> Answer:
             return self._fall_back(role, question, evidence, trace,
-                                   f"{type(exc).__name__}: {str(exc)[:200]}")
-        cited = data.get("cited") or []
+                                   replace(record, fallback_reason=reason, **extra))
+
+        if not raw or not raw.strip():
+            return reject("empty reply")
+        try:
+            data = _parse(raw)
+        except (ValueError, RecursionError) as exc:
+            return reject(f"reply is not a JSON object ({type(exc).__name__})",
+                          error=f"{type(exc).__name__}: {str(exc)[:200]}")
+        record = replace(record, parsed=data)
+        cited = data.get("cited") if data.get("cited") is not None else []
         answer = data.get("answer")
         known = data.get("known")
         if not isinstance(answer, str) or not answer.strip() or not isinstance(known, bool):
-            return self._fall_back(role, question, evidence, trace, "malformed reply")
-        if not isinstance(cited, list) or any(r not in refs for r in cited):
-            return self._fall_back(role, question, evidence, trace, "citation outside the packet")
+            return reject("malformed reply")
+        if not isinstance(cited, list) or any(not isinstance(r, str) or r not in refs
+                                              for r in cited):
+            return reject("citation outside the packet")
         if known and not cited:
-            return self._fall_back(role, question, evidence, trace, "known without a citation")
-        return Answer(answer.strip(), known, tuple(refs[r].id for r in cited), self.name, trace)
+            return reject("known without a citation")
+        ids = tuple(dict.fromkeys(refs[r].id for r in cited))
+        return Answer(answer.strip(), known, ids, self.name, trace, exchange=record)
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)

@@ -192,7 +192,7 @@ class ConsoleState:
             answer = case.interrogate(role, self.question.value)
             self.last_answer = answer
             self.answer.value = answer_html(answer)
-            self.xray.show(answer.trace)
+            self.xray.show(answer)
             self.log.append_stdout(f"asked {role}: {answer.certainty}\n")
             return answer
 
