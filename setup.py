@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent
 TARGET = Path("bureau", "_shipped")
 """Inside the built package; must match bureau.resources.SHIPPED_DIR."""
 SOURCES = {
-    "scenarios": ("*.yaml", "README.md"),
+    "scenarios": ("*.yaml", "README.md", "policies/*.yaml"),
     "data/magpie_mini": ("**/*",),
     "data/agentsocialbench_mini": ("**/*",),
 }

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .mediation.mediator import PolicyMediator
+from .mediation.policy import Policy, parse_policy
 from .model import BOARD
 from .service import Bureau
 
@@ -86,8 +88,60 @@ def bench_size(bureau: Bureau, n_cards: int, n_queries: int) -> dict[str, Any]:
     result["ratio_p50"] = round(result["interrogate_p50_ms"] / result["raw_search_p50_ms"], 2)
     result["target_ratio"] = 1.5
     result["meets_target"] = result["ratio_p50"] <= 1.5
+    result.update(mediation_figures(bureau, case, n_queries))
     result.update(publish_figures(bureau, case, n=min(30, n_queries)))
     return result
+
+
+def bench_policy(n_rules: int = 50) -> Policy:
+    """A policy of ``n_rules`` rules where only the last one matches the bench's requests, so
+    every card is checked against all of them (the worst case for a first-match policy), with
+    a disclosure budget that is charged on every release but never runs out."""
+    rules: list[dict[str, Any]] = [
+        {"id": f"rule-{i}", "match": {"purpose": f"purpose-{i}", "info_type": ["alibi", "code"],
+                                      "recipient": ["other-agent", "external"]},
+         "action": ("withhold", "abstract", "reveal")[i % 3]}
+        for i in range(n_rules - 1)
+    ]
+    rules.append({"id": "bench-review", "match": {"purpose": "bench", "recipient": "human-reviewer"},
+                  "action": "reveal"})
+    return parse_policy({"version": f"bench-{n_rules}", "default": "withhold",
+                         "budget": {"limit": 1e12, "abstract": 0.25, "reveal": 1.0},
+                         "rules": rules}, source="<bench policy>")
+
+
+def mediation_figures(bureau: Bureau, case: Any, n_queries: int, n_rules: int = 50
+                      ) -> dict[str, Any]:
+    """Interrogation with a ``n_rules``-rule policy (decisions, budget, hash-chained audit)
+    beside the same interrogation without mediation, alternating, fresh questions each time."""
+    plain_mediator = bureau.mediator
+    policy = PolicyMediator(bench_policy(n_rules))
+    ask = {"requester": "chief", "recipient": "human-reviewer", "purpose": "bench"}
+    plain_ms, mediated_ms, decided = [], [], 0
+    try:
+        for q_p, q_m in zip(questions(n_queries, f"plain-{case.id}"),
+                            questions(n_queries, f"mediated-{case.id}"), strict=True):
+            bureau.mediator = plain_mediator
+            t = time.perf_counter()
+            case.interrogate("detective", q_p, **ask)
+            plain_ms.append((time.perf_counter() - t) * 1000)
+            bureau.mediator = policy
+            t = time.perf_counter()
+            decided += len(case.consult("detective", q_m, **ask).decisions)
+            mediated_ms.append((time.perf_counter() - t) * 1000)
+    finally:
+        bureau.mediator = plain_mediator
+    ratio = pct(mediated_ms, 50) / pct(plain_ms, 50)
+    return {
+        "mediation_rules": n_rules,
+        "unmediated_p50_ms": round(pct(plain_ms, 50), 2),
+        "mediated_p50_ms": round(pct(mediated_ms, 50), 2),
+        "mediated_p95_ms": round(pct(mediated_ms, 95), 2),
+        "mediation_ratio_p50": round(ratio, 2),
+        "mediation_target_ratio": 1.2,
+        "mediation_meets_target": ratio <= 1.2,
+        "mediation_decisions_per_query": round(decided / max(1, n_queries), 2),
+    }
 
 
 def publish_figures(bureau: Bureau, case: Any, n: int) -> dict[str, Any]:
@@ -188,11 +242,13 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
     cols = ["cards", "interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
             "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms",
-            "publish_first_ratio", "publish_repeat_ratio"]
+            "publish_first_ratio", "publish_repeat_ratio", "unmediated_p50_ms",
+            "mediated_p50_ms", "mediation_ratio_p50", "mediation_decisions_per_query"]
     df = pd.DataFrame(rows)[cols]
     return df.to_string(index=False) + "\n" + (
         f"targets: interrogation p50 <= 1.5x raw search; first publish <= 2x add; "
-        f"repeat publish <= 0.5x add  (median over {statistics.median([r['queries'] for r in rows]):.0f} "
+        f"repeat publish <= 0.5x add; mediated interrogation (50-rule policy) p50 <= 1.2x "
+        f"unmediated  (median over {statistics.median([r['queries'] for r in rows]):.0f} "
         "queries per size)"
     ) + format_footprint(rows)
 

@@ -109,3 +109,41 @@ class PublishPendingError(PublishError):
 
 class InjectedFault(BureauError):
     """Raised at a named fault-injection point (tests and the saga lesson only)."""
+
+
+class PolicyError(ConfigurationError):
+    """A mediation policy file is malformed; the message names the file, rule index and field."""
+
+    hint = "See scenarios/README.md ('Policies') for the format."
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        file: str | None = None,
+        rule: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.file = file
+        self.rule = rule
+        """Index of the offending rule in ``rules`` (``None``: not inside a rule)."""
+        self.field = field
+        """The field path inside the policy (``rules[3].match.recipient[0]``)."""
+        super().__init__(message, hint)
+
+
+class CardRevokedError(BureauError):
+    """The card (or its board copy) was revoked or expired: revocation is final."""
+
+    hint = "Whisper the fact again if it should be shared anew; the audit keeps the revocation."
+
+
+class UnknownGrantError(BureauError):
+    """No such grant in this case."""
+
+
+class AuditTamperedError(DamagedDataError):
+    """The audit ledger's hash chain does not hold: an entry was changed, removed or reordered."""
+
+    hint = "Restore the ledger from a backup; the message names the first entry that fails."

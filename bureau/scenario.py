@@ -143,16 +143,37 @@ class SeedMemory(_Strict):
     topic: str
     kind: str = "fact"
     content: str
+    sensitivity: str | None = None
+    """Optional labels purpose-bound policies match on (scenarios/README.md, 'Labels')."""
+    info_type: str | None = None
+    abstraction: str | None = None
+    """A safe summary a mediator may release instead of the content (never generated)."""
 
     @field_validator("key", "topic", "kind")
     @classmethod
     def _check_slug(cls, v: str, info: ValidationInfo) -> str:
         return _name(v, f"memory {info.field_name}")
 
+    @field_validator("sensitivity", "info_type")
+    @classmethod
+    def _check_label(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _name(v, f"memory {info.field_name}")
+
     @field_validator("content")
     @classmethod
     def _check_content(cls, v: str) -> str:
         return _text(v, "memory content", MAX_CARD_CHARS)
+
+    @field_validator("abstraction")
+    @classmethod
+    def _check_abstraction(cls, v: str | None) -> str | None:
+        return None if v is None else _text(v, "memory abstraction", MAX_CARD_CHARS)
+
+    def labels(self) -> dict[str, str]:
+        """The policy labels this memory sets (card metadata; unset ones are left out)."""
+        found = {"sensitivity": self.sensitivity, "info_type": self.info_type,
+                 "abstraction": self.abstraction}
+        return {k: v for k, v in found.items() if v is not None}
 
 
 class Question(_Strict):
@@ -278,7 +299,13 @@ class Scenario(_Strict):
 
     def to_dict(self) -> dict[str, Any]:
         """The file form (what :func:`load_scenario` reads), without ``source_path``."""
-        return self.model_dump(mode="json", exclude={"source_path"})
+        data = self.model_dump(mode="json", exclude={"source_path"})
+        for mems in data.get("memories", {}).values():  # unset labels stay out of the file form
+            for mem in mems:
+                for label in ("sensitivity", "info_type", "abstraction"):
+                    if mem.get(label) is None:
+                        mem.pop(label, None)
+        return data
 
 
 def _cross_problems(s: Scenario) -> list[str]:

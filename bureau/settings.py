@@ -161,6 +161,22 @@ def _data_dir(value: object, label: str) -> Path:
     return path
 
 
+def _policy_file(value: object, label: str) -> Path:
+    """An existing policy file (its rules are checked when the mediator is built, before the
+    store opens: :func:`bureau.service.assembly.build_mediator`)."""
+    if not isinstance(value, str | os.PathLike) or not str(value).strip():
+        raise ConfigurationError(f"{label} must be a policy file path, not {value!r}.")
+    path = Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+    if path.suffix not in (".yaml", ".yml", ".json"):
+        raise ConfigurationError(f"{label}={str(value)!r} is not a .yaml, .yml or .json file.")
+    if not path.is_file():
+        raise ConfigurationError(
+            f"{label}: no policy file at {path}.",
+            "Point it at a policy such as scenarios/policies/default.yaml, or leave it unset.",
+        )
+    return path
+
+
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)  # frozen dataclasses: normalise in __post_init__
 
@@ -238,6 +254,9 @@ class Settings:
     llm: LLMSettings | None = None
     publish_lease_s: float = 30.0
     """A pending publish older than this (or whose process is gone) may be taken over."""
+    mediation_policy: Path | None = None
+    """A purpose-bound policy file (YAML/JSON, see scenarios/README.md 'Policies'): every
+    interrogation is then mediated and audited. ``None``: no mediation (pass-through)."""
 
     def __post_init__(self) -> None:
         """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
@@ -264,6 +283,8 @@ class Settings:
         if self.llm is not None and not isinstance(self.llm, LLMSettings):
             raise ConfigurationError(f"llm must be an LLMSettings or None, not {self.llm!r}.")
         _set(self, "publish_lease_s", _positive(self.publish_lease_s, "publish_lease_s"))
+        if self.mediation_policy is not None:
+            _set(self, "mediation_policy", _policy_file(self.mediation_policy, "mediation_policy"))
         if self.embedder == "minilm" and self.embedding_dims != 384:
             raise ConfigurationError("MiniLM vectors have 384 dimensions; set embedding_dims=384.")
         if self.responder == "llm" and self.llm is None:
@@ -307,6 +328,8 @@ class Settings:
                               "BUREAU_LLM_BASE_URL"),
                 api_key_env=os.environ.get("BUREAU_LLM_KEY_ENV", "OPENAI_API_KEY"),
             )
+        if v := os.environ.get("BUREAU_POLICY"):
+            env["mediation_policy"] = _policy_file(v, "BUREAU_POLICY")
         env.update(overrides)
         return cls(**env)  # type: ignore[arg-type]
 

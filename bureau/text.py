@@ -13,7 +13,9 @@ from .errors import InvalidTextError
 
 MAX_CARD_CHARS = 2000
 """A card is a fact, not a document: long texts also embed poorly (MiniLM reads 256 tokens)."""
-MAX_QUESTION_CHARS = 500
+MAX_QUESTION_CHARS = 2000
+"""Long enough for a requester that asks with its task, role and role description (the leakage
+lab) without cutting below the 256 tokens MiniLM reads; longer texts are refused, not cut."""
 NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 """Role, topic and kind names; always applied with ``fullmatch`` (``$`` would accept a final
 newline, and ``board\n`` must not pass as the board)."""

@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO
 
 import bureau.course.injection  # noqa: F401  (registers lesson 06's exercise)
+import bureau.course.purpose  # noqa: F401  (registers lesson 07's exercise)
 
 NB_DIR = REPO / "notebooks"
 LESSONS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))

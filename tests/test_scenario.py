@@ -301,8 +301,8 @@ CASES: list[tuple[str, Any, str]] = [
     ),
     (
         "question-too-long",
-        lambda d: d["questions"][0].update(text="q" * 501),
-        "F: questions[0].text: The question text has 501 characters; the limit is 500. "
+        lambda d: d["questions"][0].update(text="q" * 2001),
+        "F: questions[0].text: The question text has 2,001 characters; the limit is 2,000. "
         "Split it into shorter facts, one card each.",
     ),
     (
@@ -385,7 +385,8 @@ CASES: list[tuple[str, Any, str]] = [
     (
         "unknown-memory-field",
         lambda d: d["memories"]["detective"][0].update(text="misplaced"),
-        "F: memories.detective[0].text: unknown field (allowed: key, topic, kind, content)",
+        "F: memories.detective[0].text: unknown field (allowed: key, topic, kind, content, "
+        "sensitivity, info_type, abstraction)",
     ),
     (
         "source-path-is-not-a-file-field",

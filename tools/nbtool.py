@@ -65,6 +65,9 @@ COURSE: list[Lesson] = [
            "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
            "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
            "measured against a naive shared memory"),
+    Lesson("07_purpose_bound.ipynb", "07 · Purpose-bound memory: withhold, abstract or reveal",
+           "who asks, for whom and why: a policy decides per card, with an audit trail, grants "
+           "that expire, revocation and a disclosure budget"),
 ]
 """The course, in order: the one table navigation and contents are generated from."""
 STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); set `BUREAU_CASE` "

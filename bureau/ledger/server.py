@@ -52,6 +52,30 @@ SERVER_SCHEMA = (
       attempts INT NOT NULL DEFAULT 0, created_at DOUBLE NOT NULL,
       PRIMARY KEY (case_id, card_id)
     )""",
+    """CREATE TABLE IF NOT EXISTS {p}card_limits (
+      case_id VARCHAR(128) NOT NULL, card_id VARCHAR(64) NOT NULL, owner VARCHAR(128) NOT NULL,
+      expires_at DOUBLE, revoked_at DOUBLE, reason VARCHAR(255),
+      PRIMARY KEY (case_id, card_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {p}grants (
+      grant_id VARCHAR(64) NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
+      card_id VARCHAR(64) NOT NULL, requester VARCHAR(128), recipient VARCHAR(32),
+      purpose VARCHAR(128), action VARCHAR(16) NOT NULL, created_at DOUBLE NOT NULL,
+      expires_at DOUBLE, revoked_at DOUBLE, KEY {p}grants_case (case_id, card_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {p}budget (
+      case_id VARCHAR(128) NOT NULL, requester VARCHAR(128) NOT NULL,
+      owner VARCHAR(128) NOT NULL, spent DOUBLE NOT NULL,
+      PRIMARY KEY (case_id, requester, owner)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {p}audit (
+      seq BIGINT NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL, token VARCHAR(32),
+      kind VARCHAR(32) NOT NULL, action VARCHAR(32), entry LONGTEXT NOT NULL,
+      prev_hash CHAR(64) NOT NULL, hash CHAR(64) NOT NULL, KEY {p}audit_case (case_id, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {p}audit_head (
+      id INT NOT NULL PRIMARY KEY, seq BIGINT NOT NULL, hash CHAR(64) NOT NULL
+    )""",
 )
 
 _LOCK_CONFLICT = {1205, 1213, 6002, 6005}

@@ -82,18 +82,26 @@ def build_responder(settings: Settings) -> Responder:
 
 
 def build_mediator(settings: Settings) -> Mediator:
-    return PassThrough()
+    """Pass-through, or purpose-bound mediation by the policy file ``settings`` names (its
+    rules are validated here: a broken policy is a ``PolicyError`` naming file, rule, field)."""
+    if settings.mediation_policy is None:
+        return PassThrough()
+    from ..mediation.mediator import PolicyMediator
+    from ..mediation.policy import load_policy
+
+    return PolicyMediator(load_policy(settings.mediation_policy))
 
 
 def assemble(
     settings: Settings, responder: Responder | None = None, mediator: Mediator | None = None
 ) -> Parts:
+    mediator = mediator or build_mediator(settings)  # a bad policy fails before the store opens
     return Parts(
         settings=settings,
         gateway=build_gateway(settings),
         ledger=build_ledger(settings),
         responder=responder or build_responder(settings),
-        mediator=mediator or build_mediator(settings),
+        mediator=mediator,
     )
 
 
@@ -117,5 +125,7 @@ def reconfigure(parts: Parts, new: Settings) -> list[str]:
         )
     if {"responder", "llm"} & set(diff):
         parts.responder = build_responder(new)
+    if "mediation_policy" in diff:
+        parts.mediator = build_mediator(new)
     parts.settings = new
     return diff

@@ -177,6 +177,10 @@ class Bureau:
         With ``token`` the events are recorded only while the case is that incarnation.
         """
         events = self.ledger.append_events(case_id, items, token) if items else []
+        return self._notify(events)
+
+    def _notify(self, events: list[Event]) -> list[Event]:
+        """Tell every listener about events already recorded (by any ledger transaction)."""
         for event in events:
             for listener in list(self._listeners):
                 try:

@@ -8,20 +8,29 @@ it was handed. Questions never widen scopes because scopes are never derived fro
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     BoardNotWritableError,
+    BureauError,
+    CardRevokedError,
     InvalidArgumentError,
     UnknownCardError,
     UnknownCaseError,
     UnknownRoleError,
 )
 from ..ledger import CaseRecord
-from ..mediation import released
+from ..mediation import DecidingMediator, released
+from ..mediation.audit import COLUMNS as AUDIT_COLUMNS
+from ..mediation.grants import Grant
+from ..mediation.invocation import Invocation
+from ..mediation.mediator import Mediation, MediationContext, memory_owner
+from ..mediation.policy import ACTIONS
 from ..model import BOARD, Answer, CaseSpace, Event, MemoryCard, RetrievalTrace, ScopeResult
 from ..scenario import Scenario
 from ..scopes import readable_scopes
@@ -30,7 +39,12 @@ from ..text import MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
 from .publish import Publisher
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .bureau import Bureau
+
+Dead = dict[str, tuple[str, str]]
+"""Revoked or expired cards of a case: ``{card_id: (owner, "revoked" | "expired")}``."""
 
 
 class Case:
@@ -58,6 +72,17 @@ class Case:
         if record is None or record.token != self.token:
             raise UnknownCaseError(f"Case {self.id} no longer exists (it was deleted).")
         return record.space
+
+    def _view(self) -> tuple[CaseSpace, Dead]:
+        """The live namespace and the revoked or expired cards, in one ledger read.
+
+        Every read path filters with it, so a revocation or an expiry made by any holder in any
+        process hides the card everywhere at once (and after a restart: it lives in the ledger).
+        """
+        record, dead = self.bureau.ledger.case_view(self.id)
+        if record is None or record.token != self.token:
+            raise UnknownCaseError(f"Case {self.id} no longer exists (it was deleted).")
+        return record.space, dead
 
     def _emit(self, type_: str, payload: dict[str, Any]) -> Event:
         return self._emit_many([(type_, payload)])[0]
@@ -89,22 +114,32 @@ class Case:
         events: list[tuple[str, dict[str, Any]]] = []
         for role, mems in self.scenario.memories.items():
             items = [(m.content, {"visibility": "private", "topic": m.topic, "kind": m.kind,
-                                  "seed_key": m.key}) for m in mems]
+                                  "seed_key": m.key, **m.labels()}) for m in mems]
             for card in gw.add_many(space, role, items):
                 events.append(("memory.created", _public_meta(card)))
         events.append(("case.seeded", {"cards": len(events)}))
         self._emit_many(events)
 
     # -- commands ----------------------------------------------------------------------------
-    def whisper(self, role: str, text: str, topic: str = "general", kind: str = "note") -> MemoryCard:
-        """Write a fact into one role's private memory."""
+    def whisper(
+        self, role: str, text: str, topic: str = "general", kind: str = "note", *,
+        sensitivity: str | None = None, info_type: str | None = None,
+        abstraction: str | None = None,
+    ) -> MemoryCard:
+        """Write a fact into one role's private memory, optionally with the labels purpose-bound
+        policies match on and a safe abstraction (see :mod:`bureau.mediation`)."""
         role = self.role(role)
         content = clean_text(text, what="whisper")
         topic = clean_name(topic, what="topic")
         kind = clean_name(kind, what="kind")
-        card = self.bureau.gateway.add(
-            self.space, role, content, {"visibility": "private", "topic": topic, "kind": kind}
-        )
+        meta: dict[str, Any] = {"visibility": "private", "topic": topic, "kind": kind}
+        if sensitivity is not None:
+            meta["sensitivity"] = clean_name(sensitivity, what="sensitivity")
+        if info_type is not None:
+            meta["info_type"] = clean_name(info_type, what="info_type")
+        if abstraction is not None:
+            meta["abstraction"] = clean_text(abstraction, what="abstraction")
+        card = self.bureau.gateway.add(self.space, role, content, meta)
         self._emit("memory.whispered", _public_meta(card))
         return card
 
@@ -117,23 +152,32 @@ class Case:
         self._emit("retrieval.completed", trace.summary())
         return trace
 
-    def _search(self, role: str, question: str, limit: int | None = None) -> RetrievalTrace:
+    def _search(
+        self, role: str, question: str, limit: int | None = None,
+        view: tuple[CaseSpace, Dead] | None = None,
+    ) -> RetrievalTrace:
         scopes = self.scopes_for(role)
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
         settings = self.bureau.settings
         limit = settings.search_limit if limit is None else check_limit(limit)
         gw = self.bureau.gateway
-        space = self.space
+        space, dead = self._view() if view is None else view
+        # Revoked and expired cards are dropped before anyone sees them; ask for as many more
+        # as there are, so each scope still gets its own top-k of live cards.
+        k = limit + sum(1 for owner, _ in dead.values() if owner in scopes)
         start = time.perf_counter()
         vector, embed_ms = gw.embed_query(q)
         if settings.query_per_scope:  # exact per-scope latency, one query each (slower)
             found = {}
             timing = {}
             for scope in scopes:
-                found[scope], timing[scope] = gw.search_scope(space, scope, vector, limit)
+                found[scope], timing[scope] = gw.search_scope(space, scope, vector, k)
         else:  # each scope's own top-k; each scope reports the whole search's latency
-            found, ms = gw.search_scopes(space, scopes, vector, limit)
+            found, ms = gw.search_scopes(space, scopes, vector, k)
             timing = dict.fromkeys(scopes, ms)
+        if dead or k != limit:
+            found = {sc: [c for c in cards if c.id not in dead][:limit]
+                     for sc, cards in found.items()}
         thr = settings.relevance_threshold
         results = [
             ScopeResult(
@@ -158,26 +202,95 @@ class Case:
         )
         return trace
 
-    def interrogate(self, role: str, question: str) -> Answer:
-        """Ask a role a question; it answers only from evidence the service handed it."""
-        trace = self._search(role, question)
-        evidence = released(trace, self.bureau.mediator.mediate(self, role, trace))
+    def interrogate(
+        self, role: str, question: str, *, requester: str | None = None,
+        recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
+    ) -> Answer:
+        """Ask a role a question; it answers only from evidence the service handed it.
+
+        ``requester``, ``recipient``, ``task`` and ``purpose`` describe the invocation a
+        purpose-bound mediator decides on (defaults: the role asks for itself, for an answer);
+        without a policy they change nothing. :meth:`consult` also returns the decisions.
+        """
+        return self.consult(role, question, requester=requester, recipient=recipient,
+                            task=task, purpose=purpose).answer
+
+    def consult(
+        self, role: str, question: str, *, requester: str | None = None,
+        recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
+    ) -> Mediation:
+        """Interrogate, and return the invocation, one decision per relevant card (withhold,
+        abstract or reveal, with reason codes) and the answer built from what was released."""
+        role = self.role(role)
+        q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
+        inv = Invocation.make(self.id, role, q, requester=requester, recipient=recipient,
+                              task=task, purpose=purpose)
+        mediator = self.bureau.mediator
+        if not isinstance(mediator, DecidingMediator):
+            trace = self._search(role, q)
+            evidence = released(trace, mediator.mediate(self, role, trace))
+            answer = self._answer(role, trace, evidence)
+            self._emit_many(_answer_events(role, trace, answer))
+            return Mediation(inv, (), answer)
+        return self._mediated(inv, mediator)
+
+    def _answer(self, role: str, trace: RetrievalTrace, evidence: list[MemoryCard]) -> Answer:
         answer = self.bureau.responder.respond(role, trace.question, evidence, trace)
         if not set(answer.cited) <= {c.id for c in evidence}:
             raise AssertionError("A responder cited a card it was not handed.")
-        # Both events in one ledger transaction: one commit per question, not two.
-        self._emit_many([
-            ("retrieval.completed", trace.summary()),
-            ("answer.completed",
-             {"request_id": trace.request_id, "role": role, "known": answer.known,
-              "cited": list(answer.cited), "responder": answer.responder,
-              "fallback_reason": answer.fallback_reason}),
-        ])
         return answer
 
-    def publish(self, role: str, card_id: str) -> MemoryCard:
-        """Copy one of the role's private cards to the board (idempotent; see publish.py)."""
-        return self._publisher().publish(self.role(role), str(card_id))
+    def _mediated(self, inv: Invocation, mediator: DecidingMediator) -> Mediation:
+        """Decide on ledger state read in one transaction; write budget, audit and events in
+        one more. If another holder spent the same budget meanwhile, decide again."""
+        ledger = self.bureau.ledger
+        trace: RetrievalTrace | None = None
+        for _ in range(8):
+            now = time.time()
+            record, dead, grants, spent = ledger.mediation_view(self.id, inv.requester, now)
+            if record is None or record.token != self.token:
+                raise UnknownCaseError(f"Case {self.id} no longer exists (it was deleted).")
+            if trace is None:
+                trace = self._search(inv.owner, inv.query, view=(record.space, dead))
+            hits = [c for c in trace.hits if c.id not in dead]
+            decisions = mediator.decide(inv, hits, MediationContext(now, tuple(grants), spent))
+            evidence = released(trace, [d.card for d in decisions if d.card is not None])
+            answer = self._answer(inv.owner, trace, evidence)
+            charges: dict[str, float] = {}
+            for d in decisions:
+                if d.cost:
+                    charges[d.card_owner] = charges.get(d.card_owner, 0.0) + d.cost
+            audit = [d.audit_entry(inv, mediator.policy) for d in decisions]
+            events = ledger.commit_mediation(self.id, self.token, inv.requester, spent, charges,
+                                             audit, _answer_events(inv.owner, trace, answer))
+            if events is not None:
+                self.bureau._notify(events)
+                return Mediation(inv, tuple(decisions), answer, mediator.policy.version)
+        raise BureauError(f"The disclosure budget of {inv.requester} kept changing under this "
+                          "request (other holders spend it right now).", "Ask again.")
+
+    def publish(self, role: str, card_id: str, ttl_s: float | None = None) -> MemoryCard:
+        """Copy one of the role's private cards to the board (idempotent; see publish.py).
+
+        ``ttl_s``: the board copy expires after that many seconds (every read path then stops
+        returning it). A revoked or expired card cannot be published, nor can a card whose
+        copy was revoked be published again: revocation is final.
+        """
+        role = self.role(role)
+        _, dead = self._view()
+        if str(card_id) in dead:
+            raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case {self.id}.")
+        ttl = None if ttl_s is None else _ttl(ttl_s)
+        copy = self._publisher().publish(role, str(card_id))
+        _, dead = self._view()
+        if copy.id in dead:
+            raise CardRevokedError(
+                f"The board copy of card {card_id} was {dead[copy.id][1]}; it is not published "
+                "again."
+            )
+        if ttl is not None:
+            self.expire(copy.id, ttl)
+        return copy
 
     def recover(self) -> dict[str, int]:
         """Finish or roll back interrupted publishes and retry scheduled cleanups."""
@@ -206,6 +319,110 @@ class Case:
             self._seed()
         return deleted
 
+    # -- purpose-bound mediation: revocation, expiry, grants, audit (operator) ---------------
+    def _find(self, card_id: object) -> MemoryCard:
+        """Any card of this case, by id (the operator may name any space's card)."""
+        space = self.space
+        for scope in [*self.role_names, BOARD]:
+            card = self.bureau.gateway.get(space, scope, str(card_id))
+            if card is not None:
+                return card
+        raise UnknownCardError(f"Case {self.id} has no card {short_repr(card_id)}.")
+
+    def revoke(self, card_id: str, reason: str = "owner-revoked") -> list[str]:
+        """Revoke a card for good: no read path returns it again, in any process, after any
+        restart. Revoking an original also revokes its board copy (a copy is derived from it);
+        revoking a copy leaves the owner's original private. Returns the ids revoked."""
+        card = self._find(card_id)
+        reason = clean_name(reason, what="reason")
+        ids = [card.id]
+        if card.owner != BOARD:
+            pub = self.bureau.ledger.publication(self.id, card.id)
+            if pub is not None and pub.copy_id:
+                ids.append(pub.copy_id)
+        for cid in ids:
+            owner = card.owner if cid == card.id else BOARD
+            self.bureau.ledger.limit_card(
+                self.id, self.token, cid, owner, revoke=True, reason=reason,
+                audit=[{"kind": "revocation", "card_id": cid, "card_owner": owner,
+                        "action": "revoke", "reasons": [reason]}])
+        self._emit("card.revoked", {"card_ids": ids})
+        return ids
+
+    def expire(self, card_id: str, ttl_s: float) -> str:
+        """Let a card expire ``ttl_s`` seconds from now (a published copy's TTL, or any card's);
+        returns the expiry time (UTC, ISO). From then on it is treated like a revoked card."""
+        card = self._find(card_id)
+        at = time.time() + _ttl(ttl_s)
+        self.bureau.ledger.limit_card(
+            self.id, self.token, card.id, card.owner, expires_at=at,
+            audit=[{"kind": "expiry", "card_id": card.id, "card_owner": card.owner,
+                    "action": "expire", "expires_at": _iso(at), "reasons": ["ttl"]}])
+        return str(_iso(at))
+
+    def grant(
+        self, card_id: str, *, requester: str | None = None, recipient: str | None = None,
+        purpose: str | None = None, action: str = "reveal", ttl_s: float | None = None,
+    ) -> Grant:
+        """Approve ``action`` on one card for a requester/recipient/purpose (``None``: any),
+        optionally for ``ttl_s`` seconds: what a rule with ``approval: true`` waits for."""
+        card = self._find(card_id)
+        if action not in ACTIONS[1:]:
+            raise InvalidArgumentError(f"A grant allows 'abstract' or 'reveal', not "
+                                       f"{short_repr(action)}.")
+        now = time.time()
+        grant = Grant(
+            grant_id="g-" + uuid.uuid4().hex[:10], case_id=self.id, card_id=card.id,
+            requester=None if requester is None else clean_name(requester, what="requester"),
+            recipient=None if recipient is None else Invocation.make(
+                self.id, "x", "x", recipient=recipient).recipient,
+            purpose=None if purpose is None else clean_name(purpose, what="purpose"),
+            action=action, created_at=now,
+            expires_at=None if ttl_s is None else now + _ttl(ttl_s),
+        )
+        entry = {"kind": "grant", "card_id": card.id, "card_owner": memory_owner(card),
+                 "action": "grant", "grant_id": grant.grant_id, "granted": action,
+                 "requester": grant.requester, "recipient": grant.recipient,
+                 "purpose": grant.purpose, "expires_at": _iso(grant.expires_at), "reasons": []}
+        return self.bureau.ledger.add_grant(grant, self.token, [entry])
+
+    def revoke_grant(self, grant_id: str) -> None:
+        """Withdraw a grant at once, for every holder in every process."""
+        gid = str(grant_id)
+        match = [g for g in self.bureau.ledger.grants(self.id) if g.grant_id == gid]
+        entry = {"kind": "grant", "action": "revoke-grant", "grant_id": gid,
+                 "card_id": match[0].card_id if match else None, "reasons": []}
+        self.bureau.ledger.revoke_grant(self.id, self.token, gid, [entry])
+
+    def grants(self) -> list[Grant]:
+        """Every grant of the case, with its state (``g.state(time.time())``)."""
+        self.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        return self.bureau.ledger.grants(self.id)
+
+    def audit(self, verify: bool = True) -> pd.DataFrame:
+        """The audit trail of this case as a table: one row per decision, revocation, expiry
+        and grant, with the card's state now (``live``, ``revoked``, ``expired``).
+
+        Operator view: ids, labels, actions, reason codes and the policy version; never card
+        text or questions. ``verify`` first walks the whole hash chain (``AuditTamperedError``
+        names the first altered entry).
+        """
+        import pandas as pd
+
+        ledger = self.bureau.ledger
+        if verify:
+            ledger.verify_audit()
+        _, dead = self._view()
+        rows = []
+        for e in ledger.audit_entries(self.id, self.token):
+            row = {c: e.get(c) for c in AUDIT_COLUMNS}
+            row["kind"] = e.get("kind", "decision")
+            row["reasons"] = ", ".join(e.get("reasons") or [])
+            cid = e.get("card_id")
+            row["card_state"] = dead[cid][1] if cid in dead else ("live" if cid else None)
+            rows.append(row)
+        return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+
     # -- operator views (privileged: the bureau chief sees every space) ----------------------
     def spaces(self) -> dict[str, list[MemoryCard]]:
         """Every role's private cards and the board, oldest first."""
@@ -227,30 +444,32 @@ class Case:
         """Which roles would retrieve a relevant card for this question (no events)."""
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
         gw = self.bureau.gateway
-        space = self.space
+        space, dead = self._view()
         vector, _ = gw.embed_query(q)
         thr = self.bureau.settings.relevance_threshold
-        lim = self.bureau.settings.search_limit
+        lim = self.bureau.settings.search_limit + len(dead)
 
         def relevant(scope: str) -> bool:
             cards, _ = gw.search_scope(space, scope, vector, lim)
-            return any((c.score or 0) >= thr for c in cards)
+            return any((c.score or 0) >= thr for c in cards if c.id not in dead)
 
         board = relevant(BOARD)
         return [r for r in self.role_names if board or relevant(r)]
 
     # -- role and outward read paths (see read_paths.py) --------------------------------------
     def cards(self, role: str) -> list[MemoryCard]:
-        """What a role may list: its own private cards and the board."""
+        """What a role may list: its own private cards and the board (live ones)."""
         role = self.role(role)
         gw = self.bureau.gateway
-        space = self.space
-        return gw.list(space, role) + gw.list(space, BOARD)
+        space, dead = self._view()
+        return [c for c in gw.list(space, role) + gw.list(space, BOARD) if c.id not in dead]
 
     def card(self, role: str, card_id: str) -> MemoryCard:
-        """Get one card as a role: its own or a board card, nothing else."""
+        """Get one card as a role: its own or a board card, nothing else (nor a revoked one)."""
         role = self.role(role)
-        space = self.space
+        space, dead = self._view()
+        if str(card_id) in dead:  # the same refusal as for a card that is not there
+            raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case {self.id}.")
         for scope in (role, BOARD):
             card = self.bureau.gateway.get(space, scope, str(card_id))
             if card is not None:
@@ -267,8 +486,9 @@ class Case:
     def stage(self) -> dict[str, Any]:
         """The projector view: counts per role, the board, the last retrieval summary."""
         gw = self.bureau.gateway
-        space = self.space
-        board = gw.list(space, BOARD)
+        space, dead = self._view()
+        board = [c for c in gw.list(space, BOARD) if c.id not in dead]
+        hidden = {r: sum(1 for owner, _ in dead.values() if owner == r) for r in self.role_names}
         last = None
         event = self.bureau.ledger.last_event(self.id, "retrieval.completed")
         if event is not None:
@@ -278,19 +498,46 @@ class Case:
         return {
             "case_id": self.id,
             "title": self.scenario.title,
-            "private_counts": {r: gw.count(space, r) for r in self.role_names},
+            "private_counts": {r: gw.count(space, r) - hidden[r] for r in self.role_names},
             "board": [
                 {"id": c.id, "content": c.content, "topic": c.topic, "source_role": c.source_role,
                  "created_at": c.created_at}
                 for c in board
             ],
             "last_retrieval": last,
+            "mediation": self.bureau.ledger.audit_counts(self.id, self.token),
         }
 
     def export(self, role: str) -> dict[str, Any]:
         """A role's memory as JSON-ready data (its own space and the board)."""
         return {"case_id": self.id, "role": self.role(role),
                 "cards": [asdict(c) for c in self.cards(role)]}
+
+
+def _answer_events(role: str, trace: RetrievalTrace,
+                   answer: Answer) -> list[tuple[str, dict[str, Any]]]:
+    """Both events of an answered question (one ledger transaction: one commit, not two)."""
+    return [
+        ("retrieval.completed", trace.summary()),
+        ("answer.completed",
+         {"request_id": trace.request_id, "role": role, "known": answer.known,
+          "cited": list(answer.cited), "responder": answer.responder,
+          "fallback_reason": answer.fallback_reason}),
+    ]
+
+
+def _ttl(value: object) -> float:
+    """A time to live in seconds: a finite number > 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value <= 0:
+        raise InvalidArgumentError(f"ttl_s must be a number of seconds > 0, not "
+                                   f"{short_repr(value)}.")
+    return float(value)
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(
+        timespec="seconds")
 
 
 def _public_meta(card: MemoryCard) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Isolation tests iterate over :data:`ROLE_READ_PATHS` and :data:`OUTWARD_READ_PATHS`, so a new read
 path added here is covered by them automatically, and one added elsewhere is a review finding.
-Operator views (``Case.spaces``, ``Case.knowers``) are privileged and deliberately not listed.
+Operator views (``Case.spaces``, ``Case.knowers``, ``Case.audit``, ``Case.grants``) are privileged
+and deliberately not listed. Revoked and expired cards (issue 13) are dropped on every path listed
+here; ``tests/test_mediation_service.py`` checks each one, in two processes and after a reopen.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def _get_all(case: Case, role: str, probe: str) -> list[Any]:
 ROLE_READ_PATHS: dict[str, Callable[[Case, str, str], Any]] = {
     "search": lambda case, role, probe: case.retrieve(role, probe),
     "interrogate": lambda case, role, probe: case.interrogate(role, probe),
+    "consult": lambda case, role, probe: case.consult(role, probe),
     "list": lambda case, role, probe: case.cards(role),
     "get": _get_all,
     "export": lambda case, role, probe: case.export(role),

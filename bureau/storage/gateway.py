@@ -33,7 +33,8 @@ from .setup import LOCK, open_store, sql_engine, store_key
 log = logging.getLogger(__name__)
 
 META_KEYS = (
-    "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created"
+    "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created",
+    "sensitivity", "info_type", "abstraction",
 )
 
 
@@ -386,4 +387,7 @@ class MemoryGateway:
             source_id=meta.get("source_id"),
             content_hash=meta.get("content_hash"),
             seed_key=meta.get("seed_key"),
+            sensitivity=meta.get("sensitivity"),
+            info_type=meta.get("info_type"),
+            abstraction=meta.get("abstraction"),
         )

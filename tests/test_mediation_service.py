@@ -1,0 +1,287 @@
+"""Purpose-bound mediation on real PowerMem + embedded seekdb + MiniLM (issue 13): revocation
+and expiry on every read path (in two processes and after a reopen), the audit ledger (durable,
+append-only, tamper-evident, lean), grants and the disclosure budget through the service."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+import pytest
+from conftest import run_python
+
+from bureau import BOARD
+from bureau.errors import (
+    AuditTamperedError,
+    CardRevokedError,
+    InvalidArgumentError,
+    UnknownCardError,
+    UnknownGrantError,
+)
+from bureau.ledger import Ledger
+from bureau.mediation.mediator import PolicyMediator
+from bureau.mediation.policy import default_policy_path, load_policy
+from bureau.service.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_text
+
+SAFE_Q = "What is the combination of the safe in the study?"
+BOOT_Q = "What size is the muddy boot print?"
+INVESTIGATE = {"requester": "detective", "recipient": "other-agent", "purpose": "investigation"}
+PROBES = [SAFE_Q, BOOT_Q, "hidden garden note", "alibi for Friday night"]
+
+
+@pytest.fixture
+def mediated(bureau):
+    before = bureau.mediator
+    bureau.mediator = PolicyMediator(load_policy(default_policy_path()))
+    yield bureau
+    bureau.mediator = before
+
+
+def _seen_everywhere(case, ids, texts):
+    """Every (path, viewer) where a dead card's id or text shows up."""
+    found = []
+    for viewer in case.role_names:
+        for name, read in ROLE_READ_PATHS.items():
+            for probe in PROBES:
+                seen = as_text(read(case, viewer, probe))
+                found += [(name, viewer, x) for x in [*ids, *texts] if x in seen]
+    for name, read in OUTWARD_READ_PATHS.items():
+        seen = as_text(read(case))
+        found += [(name, "-", t) for t in texts if t in seen]  # events carry ids on purpose
+    return found
+
+
+def _dead_cards(case):
+    """A revoked board copy and an expired private card (seconds after whispering it)."""
+    copy = case.publish("detective", case.seed_card("footprint").id)
+    note = case.whisper("suspect", "A hidden garden note: the spade is behind the shed.",
+                        topic="garden")
+    assert BOOT_Q and case.interrogate("informant", BOOT_Q).known
+    case.revoke(copy.id)
+    case.expire(note.id, 0.05)
+    time.sleep(0.1)
+    return copy, note
+
+
+def test_revoked_and_expired_cards_vanish_from_every_read_path(case):
+    copy, note = _dead_cards(case)
+    assert not _seen_everywhere(case, [copy.id, note.id], [note.content])
+    assert "muddy boot" not in as_text(case.stage())
+    # the revoked copy is gone for everyone; the detective's original stays its own
+    assert not case.interrogate("informant", BOOT_Q).known
+    assert case.interrogate("detective", BOOT_Q).known
+    for viewer in case.role_names:
+        with pytest.raises(UnknownCardError):
+            case.card(viewer, copy.id)
+    with pytest.raises(UnknownCardError):
+        case.card("suspect", note.id)
+    stage = case.stage()
+    assert stage["board"] == [] and stage["private_counts"]["suspect"] == 1
+    assert not case.knowers("hidden garden note spade shed")
+    audit = case.audit()
+    states = dict(zip(audit.card_id, audit.card_state, strict=False))
+    assert states[copy.id] == "revoked" and states[note.id] == "expired"
+    assert {"revoke", "expire"} <= set(audit.action)
+
+
+def test_revocation_is_final_and_cascades_to_the_copy(case):
+    source = case.seed_card("safe-code")
+    copy = case.publish("informant", source.id)
+    assert sorted(case.revoke(source.id)) == sorted([source.id, copy.id])
+    assert not case.interrogate("informant", SAFE_Q).known
+    assert not case.interrogate("detective", SAFE_Q).known
+    with pytest.raises(UnknownCardError):
+        case.publish("informant", source.id)
+    other = case.seed_card("cctv")
+    board = case.publish("detective", other.id)
+    case.revoke(board.id)
+    with pytest.raises(CardRevokedError):
+        case.publish("detective", other.id)
+    assert case.card("detective", other.id).id == other.id  # the original stays private
+    with pytest.raises(InvalidArgumentError):
+        case.publish("detective", case.seed_card("footprint").id, ttl_s=0)
+
+
+def test_a_published_copy_with_a_ttl_expires(case):
+    copy = case.publish("informant", case.seed_card("safe-code").id, ttl_s=0.3)
+    assert case.interrogate("detective", SAFE_Q).known
+    time.sleep(0.4)
+    assert not case.interrogate("detective", SAFE_Q).known
+    assert copy.id not in as_text(case.cards("detective"))
+
+
+REVOKE_IN_OTHER_PROCESS = """
+import json, sys
+from bureau import Bureau
+c = Bureau.open().case(sys.argv[1])
+print(json.dumps({"revoked": c.revoke(sys.argv[2])}))
+"""
+
+READ_IN_OTHER_PROCESS = """
+import json, sys, time
+from bureau import Bureau
+from bureau.service.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_text
+b = Bureau.open()
+c = b.case(sys.argv[1])
+dead, text = sys.argv[2].split(","), sys.argv[3]
+leaks = []
+for viewer in c.role_names:
+    for name, read in ROLE_READ_PATHS.items():
+        seen = as_text(read(c, viewer, "What size is the muddy boot print?"))
+        leaks += [name for x in [*dead, text] if x in seen]
+leaks += [name for name, read in OUTWARD_READ_PATHS.items() if text in as_text(read(c))]
+audit = c.audit()
+first = c.consult("informant", "What is the combination of the safe in the study?",
+                  requester="detective", recipient="other-agent", purpose="investigation")
+print(json.dumps({"leaks": leaks, "states": dict(zip(audit.card_id, audit.card_state)),
+                  "verified": b.ledger.verify_audit(),
+                  "budget": [d.reasons for d in first.decisions]}))
+"""
+
+
+def test_revocation_works_across_processes_and_after_a_reopen(bureau, mediated, tmp_path):
+    case = bureau.load_scenario("safe-combination", case_id="revoke-two-processes")
+    try:
+        copy = case.publish("detective", case.seed_card("footprint").id)
+        assert case.interrogate("suspect", BOOT_Q).known
+        # another process revokes: this process's holder stops seeing the copy at once
+        out = run_python(REVOKE_IN_OTHER_PROCESS.replace("sys.argv[1]", repr(case.id))
+                         .replace("sys.argv[2]", repr(copy.id)), cwd=tmp_path)
+        assert json.loads(out.stdout.strip().splitlines()[-1])["revoked"] == [copy.id]
+        assert not case.interrogate("suspect", BOOT_Q).known
+        assert not _seen_everywhere(case, [copy.id], [])
+        # this process expires a card and spends the detective's whole budget on the informant
+        note = case.whisper("suspect", "A hidden garden note: the spade is behind the shed.")
+        case.expire(note.id, 0.05)
+        for _ in range(4):
+            assert case.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0].action \
+                == "abstract"
+        time.sleep(0.1)
+        # a fresh process (a restart) sees both, the chain holds, and the budget is spent
+        out = run_python(
+            READ_IN_OTHER_PROCESS.replace("sys.argv[1]", repr(case.id))
+            .replace("sys.argv[2]", repr(f"{copy.id},{note.id}"))
+            .replace("sys.argv[3]", repr(note.content)),
+            cwd=tmp_path, env={"BUREAU_POLICY": str(default_policy_path())})
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        assert got["leaks"] == []
+        assert got["states"][copy.id] == "revoked" and got["states"][note.id] == "expired"
+        assert got["verified"] >= 6
+        assert got["budget"] == [["budget-exhausted"]]
+    finally:
+        bureau.delete_case(case.id)
+
+
+def test_same_question_different_requesters_and_purposes(mediated, case):
+    own = case.consult("informant", SAFE_Q)
+    colleague = case.consult("informant", SAFE_Q, **INVESTIGATE)
+    press = case.consult("informant", SAFE_Q, requester="press", recipient="external",
+                         purpose="investigation")
+    assert "0427" in own.answer.text
+    assert colleague.decisions[0].action == "abstract"
+    assert "four-digit code" in colleague.answer.text and "0427" not in colleague.answer.text
+    assert colleague.answer.cited == (case.seed_card("safe-code").id,)
+    assert press.decisions[0].reasons == ("recipient-too-broad",) and not press.answer.known
+    assert case.interrogate("informant", SAFE_Q, requester="detective", recipient="other-agent",
+                            purpose="gossip").text == "I don't know."
+    table = case.audit()
+    assert list(table.action) == ["reveal", "abstract", "withhold", "withhold"]
+    assert set(table.policy_version) == {"2026-06-22.1"}
+    assert case.stage()["mediation"] == {"reveal": 1, "abstract": 1, "withhold": 2}
+
+
+def test_grants_need_approval_expire_and_can_be_revoked(mediated, case):
+    code = case.seed_card("safe-code").id
+    chief = {"requester": "chief", "recipient": "human-reviewer", "purpose": "investigation"}
+    assert case.consult("informant", SAFE_Q, **chief).decisions[0].reasons == (
+        "human-approval-required",)
+    g = case.grant(code, requester="chief", recipient="human-reviewer", ttl_s=0.5)
+    assert case.consult("informant", SAFE_Q, **chief).answer.known
+    case.revoke_grant(g.grant_id)
+    assert not case.consult("informant", SAFE_Q, **chief).answer.known
+    with pytest.raises(UnknownGrantError):
+        case.revoke_grant(g.grant_id)
+    case.grant(code, requester="chief", ttl_s=0.2)
+    time.sleep(0.3)
+    assert not case.consult("informant", SAFE_Q, **chief).answer.known
+    assert [g.state(time.time()) for g in case.grants()] == ["revoked", "expired"]
+
+
+def test_budget_refusal_says_why(mediated, case):
+    decisions = [case.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0]
+                 for _ in range(5)]
+    assert [d.action for d in decisions] == ["abstract"] * 4 + ["withhold"]
+    assert decisions[-1].reasons == ("budget-exhausted",)
+    assert "detective has spent 1.00 of its 1.00 disclosure budget" in decisions[-1].message
+    # another requester has its own budget
+    assert case.consult("informant", SAFE_Q, requester="suspect", recipient="other-agent",
+                        purpose="investigation").decisions[0].action == "abstract"
+
+
+def test_the_audit_holds_no_card_text_or_question(mediated, case):
+    case.consult("informant", SAFE_Q, **INVESTIGATE)
+    case.consult("suspect", "What is the alibi for Friday night?", **INVESTIGATE)
+    case.revoke(case.seed_card("cctv").id)
+    entries = case.bureau.ledger.audit_entries(case.id, case.token)
+    text = json.dumps(entries)
+    for _, mem in case.scenario.seeds():
+        assert mem.content not in text and (mem.abstraction or "@@") not in text
+    assert SAFE_Q not in text and "0427" not in text and "Rialto" not in text
+
+
+def test_audit_ledger_is_append_only_and_detects_an_altered_entry(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    ledger.add_case("c1", "s", "t", "tok")
+    for i in range(5):
+        ledger.append_audit("c1", "tok", [{"kind": "decision", "card_id": str(i),
+                                           "action": "withhold", "reasons": ["x"]}])
+    assert ledger.verify_audit() == 5
+    db = sqlite3.connect(tmp_path / "ledger.sqlite3")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        db.execute("UPDATE audit SET action = 'reveal' WHERE seq = 2")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        db.execute("DELETE FROM audit WHERE seq = 5")
+    # someone with file access drops the guard and rewrites entry 3: the chain names it
+    db.execute("DROP TRIGGER audit_append_only_update")
+    row = db.execute("SELECT entry FROM audit WHERE seq = 3").fetchone()[0]
+    db.execute("UPDATE audit SET entry = ? WHERE seq = 3",
+               (row.replace('"withhold"', '"reveal"'),))
+    db.commit()
+    with pytest.raises(AuditTamperedError, match="entry 3 was changed"):
+        ledger.verify_audit()
+    db.execute("UPDATE audit SET entry = ? WHERE seq = 3", (row,))
+    db.commit()
+    assert Ledger(tmp_path / "ledger.sqlite3").verify_audit() == 5  # durable, intact again
+    db.execute("DROP TRIGGER audit_append_only_delete")
+    db.execute("DELETE FROM audit WHERE seq = 5")
+    db.commit()
+    with pytest.raises(AuditTamperedError, match="ends at entry 4"):
+        ledger.verify_audit()
+    db.execute("DELETE FROM audit WHERE seq = 2")
+    db.commit()
+    with pytest.raises(AuditTamperedError, match="entry 2 is missing"):
+        ledger.verify_audit()
+
+
+def test_audit_outlives_the_case(mediated, bureau):
+    case = bureau.load_scenario("safe-combination")
+    case.consult("informant", SAFE_Q, **INVESTIGATE)
+    token = case.token
+    bureau.delete_case(case.id)
+    assert [e["action"] for e in bureau.ledger.audit_entries(case.id, token)] == ["abstract"]
+    assert bureau.ledger.verify_audit() >= 1
+
+
+def test_whisper_and_scenarios_carry_the_labels(case):
+    card = case.whisper("detective", "The study window latch is broken.", topic="window",
+                        sensitivity="internal", info_type="evidence",
+                        abstraction="Something about the study is broken.")
+    got = case.card("detective", card.id)
+    assert (got.sensitivity, got.info_type, got.abstraction) == (
+        "internal", "evidence", "Something about the study is broken.")
+    code = case.seed_card("safe-code")
+    assert (code.sensitivity, code.info_type) == ("restricted", "access-code")
+    assert "0427" not in code.abstraction
+    assert "sensitivity" not in as_text(case.events())  # outward events carry no labels
+    assert BOARD not in case.role_names
