@@ -285,3 +285,14 @@ def test_whisper_and_scenarios_carry_the_labels(case):
     assert "0427" not in code.abstraction
     assert "sensitivity" not in as_text(case.events())  # outward events carry no labels
     assert BOARD not in case.role_names
+
+
+def test_the_stage_widget_shows_mediation_counts_only():
+    """The projector shows how many decisions of each kind, never which card or why."""
+    from bureau.course.widgets.stage import stage_html
+
+    snapshot = {"case_id": "c", "title": "t", "private_counts": {"detective": 2}, "board": [],
+                "last_retrieval": None, "mediation": {"withhold": 3, "abstract": 1}}
+    html = stage_html(snapshot)
+    assert "withhold 3" in html and "abstract 1" in html
+    assert "mediation" not in stage_html({**snapshot, "mediation": {}})

@@ -124,11 +124,17 @@ def stage_html(snapshot: dict[str, Any], events: Iterable[Event] = ()) -> str:
         for c in board
     ) or '<div class="bureau-muted">(nothing published yet)</div>'
     ticker = "".join(_ticker_line(e) for e in reversed(list(events)))
+    mediation = snapshot.get("mediation") or {}
+    mediation_line = (
+        '<div class="bureau-stage-mediation bureau-muted">🛡️ mediation decisions: '
+        + " · ".join(f"{esc(action)} {int(n)}" for action, n in sorted(mediation.items()))
+        + "</div>"
+    ) if mediation else ""
     return (
         f'<div class="bureau-root bureau-stage-body" data-case-id="{esc(snapshot.get("case_id"))}">'
         f"<h3>🎭 {esc(snapshot.get('title', ''))} "
         f'<span class="bureau-muted">case {esc(snapshot.get("case_id", ""))}</span></h3>'
-        f'<div class="bureau-stage-grid">{count_tiles}</div>'
+        f'<div class="bureau-stage-grid">{count_tiles}</div>{mediation_line}'
         f"<h4>📌 {esc(space_label(BOARD))} ({len(board)})</h4>"
         f'<div class="bureau-stage-board">{board_cards}</div>'
         f'<h4>Last retrieval</h4><div class="bureau-stage-retrieval">'
