@@ -12,14 +12,20 @@ import pytest
 from bureau.leakage.magpie import load_magpie
 from bureau.leakage.metrics import (
     COLUMNS,
+    bootstrap_auroc,
+    bootstrap_rates,
     exposure_frame,
     per_domain,
     per_scenario_auroc,
     pooled_auroc,
     private_leak_rate_items,
     private_leak_rate_pairs,
+    random_draw_probability,
+    random_expectations,
     relevance_auroc,
+    resample_counts,
     roc_points,
+    scenario_totals,
     shareable_recall,
 )
 
@@ -182,3 +188,103 @@ def test_exposure_frame_on_mini() -> None:
     # an owner-blind "return everything" policy leaks every private item to everyone
     everything = grid.assign(retrieved=True)
     assert private_leak_rate_items(everything) == 1.0 and shareable_recall(everything) == 1.0
+
+
+# --- random baseline ------------------------------------------------------------------------------
+
+
+def test_random_draw_probability_by_hand() -> None:
+    # k = 2 draws: pool of 4 -> 2/4; pool of 2 -> everything; pool of 1 -> everything; no pool
+    assert random_draw_probability([4, 2, 1, 0], 2).tolist() == [0.5, 1.0, 1.0, 0.0]
+    assert random_draw_probability([10], 5).tolist() == [0.5]
+
+
+def baseline_table() -> pd.DataFrame:
+    """One scenario: A, B and C each ask, k = 1. Pools of others: A and C see 4 items, B sees 2.
+    p(drawn): A 1/4, B 1/2, C 1/4. Private items: pa (owner A, seen by B and C), pb (owner B, seen
+    by A and C). Shareable: sc (owner C, seen by A and B)."""
+    rows = [
+        ("s", "d", "B", "pa", "A", "private", False, 0.0, 0.5),
+        ("s", "d", "C", "pa", "A", "private", False, 0.0, 0.25),
+        ("s", "d", "A", "pb", "B", "private", False, 0.0, 0.25),
+        ("s", "d", "C", "pb", "B", "private", False, 0.0, 0.25),
+        ("s", "d", "A", "sc", "C", "shareable", False, 0.0, 0.25),
+        ("s", "d", "B", "sc", "C", "shareable", False, 0.0, 0.5),
+    ]
+    return pd.DataFrame(rows, columns=[*COLUMNS, "p_random"])
+
+
+def test_random_expectations_by_hand() -> None:
+    got = random_expectations(baseline_table())
+    # pairs: (0.5 + 0.25 + 0.25 + 0.25) / 4 = 0.3125
+    assert got["pair_leak"] == pytest.approx(0.3125)
+    # items: pa escapes unless B and C both miss: 1 - 0.5 * 0.75 = 0.625;
+    #        pb: 1 - 0.75 * 0.75 = 0.4375; mean = 0.53125
+    assert got["item_leak"] == pytest.approx(0.53125)
+    # recall: (0.25 + 0.5) / 2 = 0.375
+    assert got["shareable_recall"] == pytest.approx(0.375)
+
+
+def test_random_expectations_match_a_monte_carlo() -> None:
+    """Draw k items uniformly without replacement from each requester's pool, many times, and
+    score the draws with the lab's own leak functions: the exact expectations must agree."""
+    rng = np.random.default_rng(7)
+    # one scenario, four agents with 3, 2, 4, 1 items; private every other item
+    owners = [o for o, n in zip("ABCD", (3, 2, 4, 1), strict=True) for _ in range(n)]
+    items = pd.DataFrame({
+        "scenario_id": "s", "domain": "d", "item_id": [f"i{n}" for n in range(len(owners))],
+        "agent": owners, "label": ["private" if n % 2 else "shareable"
+                                   for n in range(len(owners))]})
+    grid = exposure_frame(items)
+    k = 3
+    sizes = grid.groupby("requester")["item_id"].transform("size")
+    exact = random_expectations(grid.assign(p_random=random_draw_probability(sizes, k)))
+    # numpy rather than the lab's functions per draw (fast enough for 20,000 draws); the lab's
+    # own functions score one draw below, so the definitions are the same
+    private = (grid["label"] == "private").to_numpy()
+    item_idx = pd.factorize(grid["item_id"])[0]
+    pools = [np.flatnonzero(grid["requester"].to_numpy() == r) for r in grid["requester"].unique()]
+    runs = {"pair_leak": [], "item_leak": [], "shareable_recall": []}
+    for n in range(20000):
+        retrieved = np.zeros(len(grid), dtype=bool)
+        for pool in pools:
+            retrieved[rng.choice(pool, size=min(k, len(pool)), replace=False)] = True
+        leaked = np.zeros(item_idx.max() + 1, dtype=bool)
+        np.logical_or.at(leaked, item_idx[private], retrieved[private])
+        runs["pair_leak"].append(retrieved[private].mean())
+        runs["item_leak"].append(leaked[np.unique(item_idx[private])].mean())
+        runs["shareable_recall"].append(retrieved[~private].mean())
+        if n == 0:
+            sample = grid.assign(retrieved=retrieved)
+            assert private_leak_rate_pairs(sample) == runs["pair_leak"][0]
+            assert private_leak_rate_items(sample) == runs["item_leak"][0]
+            assert shareable_recall(sample) == runs["shareable_recall"][0]
+    for name, values in runs.items():
+        assert np.mean(values) == pytest.approx(exact[name], abs=0.005), name
+
+
+# --- bootstrap ------------------------------------------------------------------------------------
+
+
+def test_scenario_totals_and_bootstrap(exposures: pd.DataFrame) -> None:
+    table = exposures.assign(p_random=0.5)
+    totals = scenario_totals(table)
+    # s1: private pairs pa->B, pa->C, pb->A, pb->C (1 leaked); items pa, pb (1 leaked);
+    #     shareable pairs sa->B, sa->C, sc->A, sc->B (3 retrieved). s2: px->Y leaked; sy->X not.
+    assert totals.loc["s1", ["private_pairs", "leaked_pairs", "private_items", "leaked_items",
+                             "shareable_pairs", "retrieved_shareable"]].tolist() == [4, 1, 2, 1,
+                                                                                      4, 3]
+    assert totals.loc["s2", ["private_pairs", "leaked_pairs", "shareable_pairs"]].tolist() == [
+        1, 1, 1]
+    # random items: each of pa, pb escapes with 1 - 0.5 * 0.5 = 0.75
+    assert totals.loc["s1", "random_leaked_items"] == pytest.approx(1.5)
+    counts = resample_counts(2, n=500, seed=0)
+    assert counts.shape == (500, 2) and (counts.sum(axis=1) == 2).all()
+    assert (resample_counts(2, n=500, seed=0) == counts).all()  # fixed seed, same resamples
+    ci = bootstrap_rates(totals, counts)
+    lo, hi = ci["pair_leak"]
+    # resamples can hold s1 twice (1/4), s2 twice (2/2) or both (2/5): the interval spans them
+    assert lo == pytest.approx(0.25) and hi == pytest.approx(1.0)
+    assert ci["random_pair_leak"] == pytest.approx((0.5, 0.5))
+    lo, hi = bootstrap_auroc(exposures, counts, ["s1", "s2"])
+    assert 0.0 <= lo <= pooled_auroc(exposures) <= hi <= 1.0

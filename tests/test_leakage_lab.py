@@ -1,9 +1,10 @@
 """The leakage lab on real storage (embedded seekdb through the Bureau) and the real MiniLM.
 
 * fast: the MAGPIE -> Bureau mapping, the query definition, the mini set end to end in this
-  process, a hand-built lab set (no MAGPIE object: what a second benchmark's converter would hand
-  the runner), and ``python -m bureau.leakage`` on the mini set in a subprocess with its own
-  store;
+  process (the exhaustive boundary probe included), the AgentSocialBench mini sample through the
+  same runner, a hand-built lab set (no MAGPIE object: what a second benchmark's converter would
+  hand the runner) with a planted leak the probe must find, and ``python -m bureau.leakage`` on
+  both mini samples in a subprocess with its own store;
 * full MAGPIE (marked ``slow``, skipped only when the data is absent): policies b-d leak no
   private item to any requester, checked by id, by card body and by scope; the shared pool does
   leak; publishing gives recall; the relevance AUROC equals an independent computation.
@@ -27,16 +28,32 @@ from sklearn.metrics import roc_auc_score
 
 from bureau.embedding import MiniLMEncoder, shared_minilm
 from bureau.leakage.__main__ import main
-from bureau.leakage.convert import query_text, role_names, slug, to_bureau_scenario, to_lab
+from bureau.leakage.agentsocialbench import load_agentsocialbench, pairing_stats
+from bureau.leakage.convert import (
+    benchmark_of,
+    load_lab,
+    query_text,
+    role_names,
+    slug,
+    to_bureau_scenario,
+    to_lab,
+)
 from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieScenario, load_magpie, subset
-from bureau.leakage.policies import BUREAU_POLICIES, POLICIES
-from bureau.leakage.report import relevance, summarize
+from bureau.leakage.policies import (
+    BUREAU_POLICIES,
+    POLICIES,
+    PROBE_LIMIT,
+    SHARED_POOL,
+    SHARED_POOL_WITH_OWN,
+)
+from bureau.leakage.report import SUMMARY_COLUMNS, probe_summary, relevance, summarize
 from bureau.leakage.runner import (
     REQUEST_COLUMNS,
     RETRIEVAL_COLUMNS,
     lab_texts,
     leaked_contents,
+    pool_ranks,
     run_lab,
 )
 from bureau.model import BOARD
@@ -44,14 +61,17 @@ from bureau.scenario import parse_scenario
 from bureau.text import MAX_QUESTION_CHARS
 
 MINI = REPO / "data" / "magpie_mini"
+SOCIAL_MINI = REPO / "data" / "agentsocialbench_mini"
 
 
-def my_query(scenario: MagpieScenario, agent) -> str:
-    """The documented query definition, written out again (not imported) for the checks."""
+def my_query(scenario: MagpieScenario, agent, variant: str = "own_job") -> str:
+    """The documented query definitions, written out again (not imported) for the checks."""
     role = " ".join(agent.role.split()) or agent.name
-    text = " ".join(f"{role}: {scenario.task}".split())
-    if len(text) > 500:
-        cut = text[:501]
+    text = {"own_job": f"{scenario.task} {role} {agent.description}",
+            "task": scenario.task, "role_task": f"{role}: {scenario.task}"}[variant]
+    text = " ".join(text.split())
+    if len(text) > 2000:
+        cut = text[:2001]
         text = cut[: cut.rfind(" ")].rstrip()
     return text
 
@@ -89,23 +109,68 @@ def test_query_definition():
     data = load_magpie(MINI)
     for s in data.scenarios:
         for a in s.agents:
-            assert query_text(s, a) == my_query(s, a) == f"{a.role}: {' '.join(s.task.split())}"
+            task = " ".join(s.task.split())
+            assert query_text(s, a) == my_query(s, a)
+            assert query_text(s, a).startswith(f"{task} {a.role} ")
+            assert query_text(s, a, "task") == my_query(s, a, "task") == task
+            assert query_text(s, a, "role_task") == my_query(s, a, "role_task")
+            assert query_text(s, a, "role_task") == f"{a.role}: {task}"
     s = data.scenarios[0]
-    long = MagpieScenario(s.scenario_id, s.domain, "word " * 300, s.agents, s.items)
+    long = MagpieScenario(s.scenario_id, s.domain, "word " * 600, s.agents, s.items)
     q = query_text(long, s.agents[0])
     assert len(q) <= MAX_QUESTION_CHARS and q.endswith("word") and q == my_query(long, s.agents[0])
 
 
-def test_subset_spreads_over_the_ids():
+def test_question_limit_leaves_the_model_its_tokens():
+    """The Bureau's question limit must not cut a query below what MiniLM reads: 2,000
+    characters of plain words are far more than 256 tokens."""
+    from bureau.embedding import MAX_TOKENS
+
+    assert MAX_QUESTION_CHARS == 2000
+    tokens = shared_minilm().tokenizer.encode("word " * (MAX_QUESTION_CHARS // 5)).ids
+    assert len(tokens) == MAX_TOKENS  # truncated by the model, not by the question limit
+
+
+def test_subset_takes_the_first_scenarios_in_file_order():
     data = load_magpie(MINI)
     assert subset(data, None) is data
     assert data.source_scenarios is None and not to_lab(data).is_subset
+    # the file lists bakery_1, community_garden_1, choir_tour_2 (not in id order)
+    assert data.file_order == ("bakery_1", "community_garden_1", "choir_tour_2")
     two = subset(data, 2)
-    assert [s.scenario_id for s in two.scenarios] == [data.scenarios[0].scenario_id,
-                                                      data.scenarios[-1].scenario_id]
+    assert [s.scenario_id for s in two.scenarios] == ["bakery_1", "community_garden_1"]
     assert len(two.items) == len(two.scenarios[0].items) + len(two.scenarios[1].items)
     assert two.source_scenarios == 3 and subset(two, 1).source_scenarios == 3
+    assert [s.scenario_id for s in subset(two, 1).scenarios] == ["bakery_1"]
     assert to_lab(two).is_subset
+    social = load_lab(SOCIAL_MINI, 2)
+    full = load_lab(SOCIAL_MINI)
+    assert [s.scenario_id for s in social.scenarios] == [s.scenario_id for s in
+                                                         full.scenarios[:2]]
+    assert social.is_subset and social.source_scenarios == len(full)
+
+
+def test_benchmark_is_picked_by_layout(tmp_path):
+    assert benchmark_of(MINI) == benchmark_of(MINI / "magpie.tsv") == "magpie"
+    assert benchmark_of(SOCIAL_MINI) == "agentsocialbench"
+    assert benchmark_of(SOCIAL_MINI / "scenarios") == "agentsocialbench"
+    assert benchmark_of(tmp_path / "missing.tsv") == "magpie"
+    lab = load_lab(SOCIAL_MINI)
+    assert lab.name == "AgentSocialBench" and lab.counts == load_agentsocialbench(
+        SOCIAL_MINI).counts()
+
+
+def test_pool_variants_by_hand():
+    """Scores 0.9 (own), 0.8, 0.1 (own), 0.5: the with-own pool ranks every item, so its top-2
+    spends a slot on the own 0.9 and returns one other item; the pool of others returns two."""
+    scores = np.array([0.9, 0.8, 0.1, 0.5])
+    own = np.array([True, False, True, False])
+    with_own, others = pool_ranks(scores, own)
+    assert with_own.tolist() == [1, 2, 4, 3]
+    assert others.tolist() == [0, 1, 0, 2]
+    k = 2
+    assert [j for j in range(4) if with_own[j] <= k and not own[j]] == [1]
+    assert [j for j in range(4) if 0 < others[j] <= k] == [1, 3]
 
 
 def test_mini_lab_set_keeps_items_queries_and_seed_keys():
@@ -140,7 +205,8 @@ def mini(bureau):
 
 
 def test_mini_shared_pool_is_top_k_by_cosine(mini):
-    """Policy a recomputed by hand from the encoder's vectors: top-5 of each requester's pool."""
+    """Both pools recomputed by hand from the encoder's vectors: top-5 of each requester's pool,
+    every item (with own) or the other agents' items only."""
     enc = shared_minilm()
     for s in mini.dataset.scenarios:
         items = list(s.items)
@@ -148,11 +214,14 @@ def test_mini_shared_pool_is_top_k_by_cosine(mini):
         for a in s.agents:
             cos = vecs @ enc.embed([my_query(s, a)])[0]
             top = {items[j].item_id for j in np.argsort(-cos, kind="stable")[:5]}
-            got = mini.retrievals.query(
-                "policy == 'a_shared_pool' and scenario_id == @s.scenario_id "
-                "and requester == @a.name"
-            )
-            assert set(got["item_id"]) == top
+            others = [j for j in range(len(items)) if items[j].agent != a.name]
+            top_others = {items[j].item_id for j in sorted(others, key=lambda j: -cos[j])[:5]}
+            for policy, want in ((SHARED_POOL_WITH_OWN, top), (SHARED_POOL, top_others)):
+                got = mini.retrievals.query(
+                    "policy == @policy and scenario_id == @s.scenario_id "
+                    "and requester == @a.name"
+                )
+                assert set(got["item_id"]) == want, policy
 
 
 def test_mini_bureau_policies(mini):
@@ -163,9 +232,54 @@ def test_mini_bureau_policies(mini):
     assert summary.loc["b_bureau_closed", "shareable_recall"] == 0
     assert summary.loc["c_bureau_published", "shareable_recall"] > 0
     assert summary.loc["d_bureau_abstractions", "abstraction_pairs_delivered"] > 0
-    assert summary.loc["a_shared_pool", "leaked_pairs"] > 0  # the toy set shows the contrast too
+    assert summary.loc[SHARED_POOL, "leaked_pairs"] > 0  # the toy set shows the contrast too
     assert mini.engine_check["same_topk"] == mini.engine_check["queries"] == 9
 
+
+def test_relevance_auroc_of_each_query_variant(mini):
+    """Each query variant's AUROC is computed from its own cosine column (recomputed here)."""
+    pairs = mini.policy(SHARED_POOL)
+    others = pairs[pairs["requester"] != pairs["owner"]]
+    y = (others["label"] == "shareable").astype(int)
+    rel = relevance(mini)
+    for name, column in (("own_job", "score"), ("task", "score_task"),
+                         ("role_task", "score_role_task")):
+        assert rel["by_query"][name] == pytest.approx(roc_auc_score(y, others[column]))
+    assert rel["pooled"] == rel["by_query"]["task"]
+    assert not others["score"].equals(others["score_task"])
+
+
+def test_mini_exhaustive_probe(mini):
+    """Every requester asked once per other agent's private item, over every readable scope,
+    and got no such item back; each probe returned every readable card (limit above sizes)."""
+    data = mini.dataset
+    private_pairs = sum(len([i for i in s.items if i.label == "private"]) * (len(s.agents) - 1)
+                        for s in data.scenarios)
+    probe = probe_summary(mini)
+    assert probe["probes"] == private_pairs == mini.timings.probes
+    assert probe["hits"] == 0 and probe["requesters"] == 9
+    assert probe["every_probe_searched_every_readable_scope"]
+    assert 0 < probe["max_scope_cards"] < PROBE_LIMIT
+    assert (mini.probe["scopes"] == mini.probe["role"] + "+" + BOARD).all()
+
+
+def test_agentsocialbench_mini_through_the_lab(bureau):
+    """The second benchmark through the same runner: its lab set, every policy, the probe."""
+    lab = load_lab(SOCIAL_MINI)
+    social = load_agentsocialbench(SOCIAL_MINI)
+    result = run_lab(bureau, lab, k=5, cleanup=True)
+    summary = summarize(result).set_index("policy")
+    private_pairs = sum(len(s.private) * (len(s.agents) - 1) for s in social.scenarios)
+    assert (summary["private_pairs"] == private_pairs).all()
+    assert (summary.loc[list(BUREAU_POLICIES), "leaked_pairs"] == 0).all()
+    assert (summary.loc[list(BUREAU_POLICIES), "content_leaks"] == 0).all()
+    assert summary.loc["b_bureau_closed", "shareable_recall"] == 0
+    assert summary.loc["c_bureau_published", "shareable_recall"] > 0
+    assert summary.loc[SHARED_POOL, "leaked_pairs"] > 0
+    probe = probe_summary(result)
+    assert probe["probes"] == private_pairs and probe["hits"] == 0
+    assert pairing_stats(social)["all"].private_items == summary.loc[SHARED_POOL,
+                                                                     "private_items"]
 
 
 def test_mini_cleanup_removed_the_cases(bureau, mini):
@@ -202,56 +316,115 @@ def test_runner_takes_a_lab_set_from_any_benchmark(bureau):
     assert result.lab is lab and result.dataset is None
     assert result.case_ids["desk_1"].startswith("hand-desk-")
     summary = summarize(result).set_index("policy")
-    assert summary.loc["a_shared_pool", "leaked_pairs"] == 2  # top-5 of 3 items: everything
+    for pool in (SHARED_POOL, SHARED_POOL_WITH_OWN):  # top-5 of 3 items: everything
+        assert summary.loc[pool, "leaked_pairs"] == 2
+        assert summary.loc[pool, "random_pair_leak"] == 1.0  # the draw takes the whole pool
     assert (summary.loc[list(BUREAU_POLICIES), "leaked_pairs"] == 0).all()
     assert summary.loc["c_bureau_published", "retrieved_shareable_pairs"] == 1  # Ben gets lunch
     assert summary.loc["b_bureau_closed", "retrieved_shareable_pairs"] == 0
+    assert probe_summary(result)["probes"] == 2 and probe_summary(result)["hits"] == 0
+
+
+def test_probe_finds_a_planted_leak(bureau):
+    """A negative control: Ana also holds a *shareable* card whose body is her private one, so
+    publishing it puts the secret on the board. The one-query figures may miss it; the probe,
+    which asks with every secret's text and reads every readable card, must not."""
+    secret = "health: Ana has knee surgery in May and will be away for three weeks."
+    texts = {"k0": "lunch: Ana brings lentil soup for the team on Fridays.", "k1": secret,
+             "k2": secret, "k3": "budget: Ben's team overspent its travel budget."}
+    owners = {"k0": "ana", "k1": "ana", "k2": "ana", "k3": "ben"}
+    labels = {"k0": "shareable", "k1": "private", "k2": "shareable", "k3": "private"}
+    scenario = parse_scenario({
+        "id": "planted", "title": "Planted",
+        "roles": [{"name": "ana", "title": "Ana"}, {"name": "ben", "title": "Ben"}],
+        "memories": {role: [{"key": key, "topic": "note", "kind": labels[key],
+                             "content": texts[key]} for key in texts if owners[key] == role]
+                     for role in ("ana", "ben")},
+    })
+    items = tuple(
+        LabItem(item_id=f"p_1/{key}", scenario_id="p_1", domain="desk", owner=owners[key].title(),
+                label=labels[key], text=texts[key], seed_key=key)
+        for key in texts
+    )
+    agents = tuple(LabAgent(name=r.title(), role=r, query=f"{r.title()}: plan the team's week")
+                   for r in ("ana", "ben"))
+    lab = LabSet(name="planted", counts={},
+                 scenarios=(LabScenario("p_1", "desk", scenario, agents, items, "planted"),))
+    result = run_lab(bureau, lab, k=1, cleanup=True)
+    probe = probe_summary(result)
+    assert probe["probes"] == 2  # Ben asks with Ana's secret, Ana with Ben's budget
+    assert probe["hits"] >= 1  # Ben's probe returns the board copy holding Ana's secret
 
 
 # --- the command ----------------------------------------------------------------------------------
 
 
-def test_command_on_the_mini_set(tmp_path):
+def test_command_on_both_mini_samples(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "bureau.leakage", "--dataset", str(MINI), "--out", str(out),
-         "--data-dir", str(tmp_path / "data"), "--quiet"],
+        [sys.executable, "-m", "bureau.leakage", "--dataset", str(MINI), "--dataset",
+         str(SOCIAL_MINI), "--out", str(out), "--data-dir", str(tmp_path / "data"), "--quiet"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     for figure in ("lab wall time", "texts embedded", "tokens/s", "embedding alone",
-                   "relevance AUROC"):
+                   "relevance AUROC", "exhaustive boundary probe", "AgentSocialBench"):
         assert figure in proc.stdout
     files = {p.name for p in out.iterdir()}
-    assert {"summary.csv", "summary.json", "per_item.csv", "per_domain.csv", "report.md",
-            "pairs.csv.gz", "retrievals.csv.gz", "per_scenario_auroc.csv",
-            "leak_vs_recall.png", "roc_relevance.png", "per_domain.png"} <= files
+    plots = {f"{ds}_{name}.png" for ds in ("magpie", "agentsocialbench")
+             for name in ("leak_vs_recall", "random_baseline", "roc_relevance", "per_domain")}
+    assert {"summary.csv", "summary.json", "policies.csv", "per_item.csv", "per_domain.csv",
+            "report.md", "pairs.csv.gz", "retrievals.csv.gz", "per_scenario_auroc.csv",
+            "probe.csv", *plots} <= files
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     summary = pd.read_csv(out / "summary.csv")
-    assert list(summary["policy"]) == list(POLICIES)
-    assert {"private_leak_rate_pairs", "private_leak_rate_items", "shareable_recall",
-            "abstraction_pairs_delivered", "content_leaks"} <= set(summary.columns)
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert list(summary["dataset"].unique()) == ["MAGPIE", "AgentSocialBench"]
+    for _, rows in summary.groupby("dataset"):
+        pools = rows[rows["policy"].isin([SHARED_POOL, SHARED_POOL_WITH_OWN])]
+        assert {3, 5, 10} <= set(pools["k"]) and set(pools["k"]) >= {5, 10}  # k and 2k
+        assert pools[["pair_leak", "random_pair_leak", "auroc"]].notna().sum().tolist() == [
+            len(pools), len(pools), 0]
+        bureau_rows = rows[rows["policy"].isin(BUREAU_POLICIES)]
+        assert (bureau_rows["pair_leak"] == 0).all() and (bureau_rows["k"] == 5).all()
+        assert (bureau_rows["random_pair_leak"] == 0).all()
+        auroc = rows[rows["auroc"].notna()]
+        assert set(auroc["policy"]) == {"relevance_task_query", "relevance_role_task_query",
+                                        "relevance_own_job_query"}
+        assert auroc["k"].isna().all() and auroc["pair_leak"].isna().all()
+    assert not summary.duplicated(["dataset", "policy", "k"]).any()
     items = pd.read_csv(out / "per_item.csv")
-    assert len(items) == 4 * 23
+    assert len(items[items["dataset"] == "MAGPIE"]) == len(POLICIES) * 23
     assert {"policy", "item_id", "owner", "label", "retrieved_by", "leaked",
             "has_safe_abstraction"} <= set(items.columns)
     domains = pd.read_csv(out / "per_domain.csv")
-    assert set(domains["domain"]) == {"bakery", "community_garden", "choir_tour"}
+    assert set(domains.loc[domains["dataset"] == "MAGPIE", "domain"]) == {
+        "bakery", "community_garden", "choir_tour"}
     pairs = pd.read_csv(out / "pairs.csv.gz")
-    assert {"policy", "requester", "item_id", "retrieved", "score"} <= set(pairs.columns)
+    assert {"dataset", "policy", "requester", "item_id", "retrieved", "score", "score_task",
+            "pool_size"} <= set(pairs.columns)
     assert set(pd.read_csv(out / "retrievals.csv.gz").columns) == set(RETRIEVAL_COLUMNS) - {
-        "content"
-    }
+        "content"} | {"dataset"}
     info = json.loads((out / "summary.json").read_text())
     assert info["paper"]["relevance_auroc"] == 0.570
-    assert info["dataset"]["private"] == 10
+    magpie, social = info["datasets"]["MAGPIE"], info["datasets"]["AgentSocialBench"]
+    assert magpie["dataset"]["private"] == 10
+    for d in (magpie, social):
+        assert d["probe"]["hits"] == 0 and d["probe"]["probes"] > 0
+        assert d["intervals"]["resamples"] == 1000 and d["intervals"]["level"] == 0.95
+        lo, hi = d["intervals"][f"{SHARED_POOL}@5"]["pair_leak"]
+        assert lo <= d["policies"][SHARED_POOL]["private_leak_rate_pairs"] <= hi
+    assert social["pairing"]["all"]["paired"] > 0
     bench = info["benchmark"]
     assert bench["texts_embedded"] == bench["distinct_texts"] > 0
     assert bench["embed_alone_seconds"] > 0 and bench["ratio_lab_to_embedding"] > 0
+    assert set(bench["lab_seconds_per_dataset"]) == {"MAGPIE", "AgentSocialBench"}
     report = (out / "report.md").read_text()
-    for needle in ("0.570", "53.0%", "66 of 1,456", "Query", "What this does and does not prove"):
-        assert needle in report
+    for needle in ("0.570", "53.0%", "66 of 1,456", "Queries", "What this does and does not prove",
+                   "a_shared_pool_with_own", "Random baseline", "Beside the published "
+                   "leaderboard", "40.0%–67.0%", "## Benchmark", "probe"):
+        assert needle in report, needle
 
 
 def test_command_reports_missing_data(tmp_path, capsys):
@@ -320,7 +493,7 @@ def test_full_bureau_policies_leak_no_private_item(full, magpie):
 @pytest.mark.slow
 def test_full_shared_pool_leaks_and_publishing_gives_recall(full):
     summary = summarize(full).set_index("policy")
-    a, c, d = (summary.loc[p] for p in ("a_shared_pool", "c_bureau_published",
+    a, c, d = (summary.loc[p] for p in (SHARED_POOL, "c_bureau_published",
                                         "d_bureau_abstractions"))
     print("\n" + summary[["private_leak_rate_pairs", "private_leak_rate_items",
                           "shareable_recall", "abstraction_pairs_delivered"]].to_string())
@@ -349,7 +522,7 @@ def test_full_relevance_auroc_matches_an_independent_computation(full, magpie):
     for s in magpie.scenarios:
         item_vecs = enc.embed([i.text for i in s.items])
         for agent in s.agents:
-            q = enc.embed([my_query(s, agent)])[0]
+            q = enc.embed([my_query(s, agent, "task")])[0]  # the AUROC headline's query
             for item, v in zip(s.items, item_vecs, strict=True):
                 if item.agent != agent.name:
                     y.append(1 if item.label == "shareable" else 0)

@@ -20,16 +20,17 @@ import pytest
 from conftest import REPO
 
 import bureau.leakage.report as report_module
-from bureau.embedding import MAX_TOKENS
+from bureau.embedding import MAX_TOKENS, shared_minilm
+from bureau.leakage.convert import full_query
 from bureau.leakage.magpie import MagpieDataset, load_magpie, subset
 from bureau.leakage.paper import PAPER
+from bureau.leakage.policies import PROBE_LIMIT
 from bureau.leakage.report import (
     TARGET_RATIO,
     TEMPLATE_FILE,
     Benchmark,
-    domain_table,
+    analyse,
     render_report,
-    summarize,
     summary_dict,
 )
 from bureau.leakage.runner import run_lab
@@ -51,14 +52,19 @@ def facts(data: MagpieDataset) -> dict[str, int]:
     out = dict.fromkeys(
         ("scenarios", "agents", "shareable", "private", "private_information", "hints",
          "hints_private_preferences", "hints_private_information", "private_pairs",
-         "shareable_pairs", "hint_pairs", "queries_cut"), 0)
+         "shareable_pairs", "hint_pairs", "queries_cut", "queries_over_tokens"), 0)
+    tokenizer = shared_minilm().tokenizer
     for s in data.scenarios:
         out["scenarios"] += 1
         out["agents"] += len(s.agents)
         others = len(s.agents) - 1
         for agent in s.agents:
             role = " ".join(agent.role.split()) or agent.name
-            out["queries_cut"] += len(" ".join(f"{role}: {s.task}".split())) > MAX_QUESTION_CHARS
+            query = " ".join(f"{s.task} {role} {agent.description}".split())
+            assert query == full_query(s, agent)
+            out["queries_cut"] += len(query) > MAX_QUESTION_CHARS
+            # the model truncates at MAX_TOKENS: a query that fills them is at least that long
+            out["queries_over_tokens"] += len(tokenizer.encode(query).ids) >= MAX_TOKENS
             for item in agent.items:
                 out[item.label] += 1
                 out[f"{item.label}_pairs"] += others
@@ -78,11 +84,8 @@ def runs(bureau) -> dict[str, tuple[MagpieDataset, str]]:
     mini = load_magpie(MINI)
     out = {}
     for name, data in (("mini", mini), ("two", subset(mini, 2))):
-        result = run_lab(bureau, data, k=K, cleanup=True)
-        summary = summarize(result)
-        text = render_report(result, summary, summary_dict(result, summary),
-                             domain_table(result))
-        out[name] = (data, text)
+        analysis = analyse(run_lab(bureau, data, k=K, cleanup=True))
+        out[name] = (data, render_report([analysis], summary_dict([analysis])))
     return out
 
 
@@ -100,8 +103,11 @@ def expected(data: MagpieDataset) -> dict[str, list[float]]:
     scope = [] if len(data) == len(full) else [f["scenarios"], len(full)]  # "2 of the 3 ..."
     return {
         "Measured on": [*scope, f["scenarios"], f["agents"], f["shareable"], f["private"], K],
-        "- **The bureau boundary leaks nothing**": [0, 0, 0, f["private_pairs"], 0, 0, 0],
-        "- **Query**": [MAX_QUESTION_CHARS, f["queries_cut"], f["agents"], MAX_TOKENS],
+        "- **The bureau boundary leaks nothing**": [0, 0, 0, f["private_pairs"], 0, 0, 0,
+                                                    f["private_pairs"], f["agents"], PROBE_LIMIT,
+                                                    0],
+        "- **Queries**": [MAX_QUESTION_CHARS, f["queries_cut"], f["agents"], 0, MAX_TOKENS,
+                          f["queries_over_tokens"], MAX_TOKENS, MAX_TOKENS],
         "- **Engine check**": [K, K, f["agents"], f["agents"]],  # every agent asks in state c
         "- Hint items:": [f["hints_private_preferences"], PAPER["hint_items"],
                           f["private_information"], f["private"]],
@@ -114,17 +120,17 @@ def test_every_count_sentence_matches_the_data(runs, name):
     for start, figures in expected(data).items():
         assert numbers(line(text, start))[: len(figures)] == figures, start
     f = facts(data)
-    assert numbers(line(text, "- **Utility comes from publishing"))[3] == f["hint_pairs"]
+    assert f"of {f['hint_pairs']:,} hint pairs" in line(text, "- **Utility without leaks comes from publishing")
     assert line(text, f"{f['domains']} domains;")
     # policy table: every row has the same denominators, the data's pair counts
     rows = [ln for ln in text.splitlines() if ln.startswith("| **")]
-    assert len(rows) == 4
+    assert len(rows) == 5
     for row in rows:
         cells = row.split(" | ")
         assert cells[2].endswith(f"/{f['private_pairs']:,})")
         assert cells[3].endswith(f"/{f['private']:,})")
         assert cells[4].endswith(f"/{f['shareable_pairs']:,})")
-        assert cells[5].endswith(f"/{f['hint_pairs']:,}")
+        assert cells[6].endswith(f"/{f['hint_pairs']:,}")
     paper_row = line(text, "| Private items with a safe hint")
     assert paper_row.endswith(
         f"{f['hints_private_preferences']} of {f['private'] - f['private_information']} "
@@ -161,14 +167,12 @@ def test_reports_differ_exactly_where_the_counts_differ(runs):
 def test_benchmark_section_only_when_timed(runs, bureau):
     _, text = runs["mini"]
     assert "## Benchmark" not in text
-    result = run_lab(bureau, subset(load_magpie(MINI), 1), k=K, cleanup=True)
-    summary = summarize(result)
+    analysis = analyse(run_lab(bureau, subset(load_magpie(MINI), 1), k=K, cleanup=True))
+    result = analysis.result
     bench = Benchmark(lab_seconds=3.0, distinct_texts=7, texts_embedded=7, tokens_embedded=420,
                       encoder_seconds=1.5, embed_alone_seconds=2.0, embed_alone_tokens=400)
-    timed = render_report(result, summary, summary_dict(result, summary, bench),
-                          domain_table(result))
-    assert timed.startswith(render_report(result, summary, summary_dict(result, summary),
-                                          domain_table(result)))
+    timed = render_report([analysis], summary_dict([analysis], bench))
+    assert timed.startswith(render_report([analysis], summary_dict([analysis])))
     assert f"| lab / embedding alone | 1.50× (target ≤ {TARGET_RATIO}×) |" in timed
     assert f"{result.timings.cards_written:,} cards written" in timed
 
@@ -178,6 +182,7 @@ def test_benchmark_section_only_when_timed(runs, bureau):
 ALLOWED_IN_TEMPLATE = {
     "0.5 is a coin flip": "the AUROC of chance: a definition, not a measurement",
     "label 1 = shareable": "the positive class of the AUROC",
+    "1 − Π(1 − p_r)": "the chance an item escapes to at least one requester: a formula",
 }
 
 

@@ -1,10 +1,17 @@
-"""``python -m bureau.leakage``: run the MAGPIE leakage lab and write its report.
+"""``python -m bureau.leakage``: run the leakage lab on MAGPIE and AgentSocialBench and write
+its report.
 
-    python -m bureau.leakage --out results/leakage            # full MAGPIE, k = 5
+    python -m bureau.leakage --out results/leakage            # both benchmarks, full, k = 5
     python -m bureau.leakage --dataset data/magpie_mini --out /tmp/mini --limit 3
+    python -m bureau.leakage --dataset data/magpie_mini --dataset data/agentsocialbench_mini \
+        --out /tmp/mini                                      # both mini samples
+
+``--dataset`` picks the benchmark by the path's layout (a MAGPIE tsv or folder, an
+AgentSocialBench folder) and may be given once per benchmark. Without it the lab runs every
+benchmark it finds at its default place (``--benchmark`` narrows or insists).
 
 The lab opens its own store (a temporary data directory unless ``--data-dir``): PowerMem serves
-one store per process, and the lab writes ~6,000 cards that belong in no one's course data.
+one store per process, and the lab writes ~10,000 cards that belong in no one's course data.
 """
 
 from __future__ import annotations
@@ -25,16 +32,22 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="python -m bureau.leakage",
-        description="Measure private leakage and shareable recall of four memory policies on "
-        "MAGPIE (shared pool vs the Bureau boundary), with one offline embedder.",
+        description="Measure private leakage and shareable recall of five memory policies on "
+        "MAGPIE and AgentSocialBench (shared pools vs the Bureau boundary), beside a random "
+        "baseline, with one offline embedder.",
     )
-    p.add_argument("--dataset", type=Path, default=None,
-                   help="magpie.tsv, a folder holding it, or per-scenario JSON "
-                   "(default: $BUREAU_MAGPIE or ../shared/datasets/magpie/magpie.tsv)")
+    p.add_argument("--dataset", type=Path, action="append", default=None,
+                   help="a benchmark, picked by its layout: magpie.tsv, a folder holding it or "
+                   "per-scenario JSON (MAGPIE); a folder holding scenarios/ (AgentSocialBench). "
+                   "Repeat for both (default: each benchmark at $BUREAU_MAGPIE / "
+                   "$BUREAU_AGENTSOCIALBENCH or ../shared/datasets/)")
+    p.add_argument("--benchmark", choices=("magpie", "agentsocialbench", "both"), default=None,
+                   help="which benchmark(s) to run when --dataset is not given (default: every "
+                   "one found; naming one makes its absence an error)")
     p.add_argument("--out", type=Path, required=True, help="output directory (created)")
     p.add_argument("--k", type=int, default=DEFAULT_K, help="top-k per scope (default %(default)s)")
     p.add_argument("--limit", type=int, default=None,
-                   help="only N scenarios, spread evenly over the id-sorted list")
+                   help="only the first N scenarios of each benchmark, in file order")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="Bureau data directory (default: a temporary one, deleted afterwards)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
@@ -60,12 +73,38 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _sources(args: argparse.Namespace) -> list[Path]:
+    """The benchmark paths to run: ``--dataset`` as given, else the default place of each
+    benchmark ``--benchmark`` names (all: the ones that exist, at least one)."""
+    from bureau.errors import ScenarioError
+    from bureau.leakage.agentsocialbench import default_agentsocialbench_path
+    from bureau.leakage.magpie import default_magpie_path
+
+    if args.dataset:
+        return list(args.dataset)
+    wanted = ("magpie", "agentsocialbench") if args.benchmark in (None, "both") else (
+        args.benchmark,)
+    finders = {"magpie": default_magpie_path, "agentsocialbench": default_agentsocialbench_path}
+    found, missing = [], []
+    for name in wanted:
+        try:
+            found.append(finders[name]())
+        except ScenarioError as exc:
+            if args.benchmark is not None:
+                raise
+            missing.append(exc)
+    if not found:
+        raise missing[0]
+    for exc in missing:
+        print(f"note: {exc.message} Running without it.", file=sys.stderr)
+    return found
+
+
 def _run(args: argparse.Namespace, started: float) -> int:
     from tqdm import tqdm
 
-    from bureau.leakage.convert import to_lab
-    from bureau.leakage.magpie import default_magpie_path, load_magpie, subset
-    from bureau.leakage.report import benchmark, summarize, write_outputs
+    from bureau.leakage.convert import load_lab
+    from bureau.leakage.report import analyse, benchmark, write_outputs
     from bureau.leakage.runner import MAX_K, run_lab
 
     if not 1 <= args.k <= MAX_K:  # the same range check_limit applies, said as a CLI error
@@ -74,8 +113,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
     if args.limit is not None and args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
         return 2
-    source = args.dataset if args.dataset is not None else default_magpie_path()
-    dataset = subset(load_magpie(source), args.limit)
+    labs = [load_lab(source, args.limit) for source in _sources(args)]
     data_dir = args.data_dir
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix="bureau-leakage-"))
@@ -83,50 +121,67 @@ def _run(args: argparse.Namespace, started: float) -> int:
 
     from bureau.service import Bureau
 
-    counts = dataset.counts()
-    print(
-        f"MAGPIE: {counts['scenarios']} scenarios, {counts['agents']:,} agents, "
-        f"{counts['shareable']:,} shareable + {counts['private']:,} private items "
-        f"({counts['safe_abstraction']} with a safe abstraction); k = {args.k}",
-        flush=True,
-    )
+    for lab in labs:
+        counts = lab.counts
+        print(
+            f"{lab.name}: {counts['scenarios']} scenarios, {counts['agents']:,} agents, "
+            f"{counts['shareable']:,} shareable + {counts['private']:,} private items "
+            f"({counts['safe_abstraction']} with a safe abstraction); k = {args.k}",
+            flush=True,
+        )
     bureau = Bureau.open(data_dir)
 
     def progress(it, total):  # noqa: ANN001, ANN202 - the Progress protocol
         return tqdm(it, total=total, desc="scenarios", unit="scn", disable=args.quiet,
                     file=sys.stderr)
 
-    result = run_lab(bureau, to_lab(dataset), k=args.k, progress=progress,
-                     pipeline=not args.sequential)
-    bench = None if args.no_bench else benchmark(result)
+    results = [run_lab(bureau, lab, k=args.k, progress=progress, pipeline=not args.sequential)
+               for lab in labs]
+    bench = None if args.no_bench else benchmark(results)
     meta = {
         "command": "python -m bureau.leakage " + " ".join(sys.argv[1:]),
         "limit": args.limit,
         "pipeline": not args.sequential,
         "data_dir": "temporary" if args.data_dir is None else str(args.data_dir),
     }
-    paths = write_outputs(result, args.out, bench, args.threshold, meta)
-    summary = summarize(result, args.threshold)
-    _print(summary, result, bench, paths, time.perf_counter() - started)
+    paths = write_outputs(results, args.out, bench, args.threshold, meta)
+    _print([analyse(r, args.threshold) for r in results], bench, paths,
+           time.perf_counter() - started)
     return 0
 
 
-def _print(summary, result, bench, paths, total) -> None:  # noqa: ANN001
+def _print(analyses, bench, paths, total) -> None:  # noqa: ANN001
     from bureau.leakage.paper import PAPER
-    from bureau.leakage.report import relevance
+    from bureau.leakage.policies import SHARED_POOL
 
-    rel = relevance(result)
-    print()
-    print(f"{'policy':36s} {'leak pairs':>11s} {'leak items':>11s} {'recall':>8s}")
-    for r in summary.to_dict(orient="records"):
-        print(f"{r['label']:36s} {100 * r['private_leak_rate_pairs']:10.1f}% "
-              f"{100 * r['private_leak_rate_items']:10.1f}% {100 * r['shareable_recall']:7.1f}%")
-    print(f"relevance AUROC (pooled)            {rel['pooled']:.3f}   "
-          f"(paper {PAPER['relevance_auroc']:.3f})")
-    print(f"relevance AUROC (mean per scenario) {rel['per_scenario_mean']:.3f}   "
-          f"({rel['scenarios_scored']} scenarios)")
-    eng = result.engine_check
-    print(f"seekdb vs numpy top-k agreement     {eng.get('same_topk', 0)}/{eng.get('queries', 0)}")
+    for a in analyses:
+        k = a.result.k
+        print()
+        print(f"{a.name} (k = {k}; the shared pools: top-k in all, the bureau: top-k per scope)")
+        print(f"{'policy':36s} {'leak pairs':>11s} {'leak items':>11s} {'recall':>8s}   "
+              f"random: pairs / items / recall")
+        for r in a.policies.to_dict(orient="records"):
+            print(f"{r['label']:36s} {100 * r['private_leak_rate_pairs']:10.1f}% "
+                  f"{100 * r['private_leak_rate_items']:10.1f}% {100 * r['shareable_recall']:7.1f}%"
+                  f"   {100 * r['random_pair_leak']:.1f}% / {100 * r['random_item_leak']:.1f}% / "
+                  f"{100 * r['random_shareable_recall']:.1f}%")
+        a2 = a.cell(SHARED_POOL, 2 * k)
+        lo, hi = a.ci(SHARED_POOL, "pair_leak", 2 * k)
+        print(f"{'a: shared pool of others at 2k':36s} {100 * a2['pair_leak']:10.1f}% "
+              f"{100 * a2['item_leak']:10.1f}% {100 * a2['shareable_recall']:7.1f}%"
+              f"   {100 * a2['random_pair_leak']:.1f}% / {100 * a2['random_item_leak']:.1f}% / "
+              f"{100 * a2['random_shareable_recall']:.1f}%  (pairs 95% CI {100 * lo:.1f}–"
+              f"{100 * hi:.1f}%)")
+        rel = a.relevance
+        lo, hi = a.intervals["auroc_task_query"]
+        print(f"relevance AUROC, task query         {rel['pooled']:.3f}   ({lo:.3f}–{hi:.3f}; "
+              f"role: task {rel['by_query']['role_task']:.3f}; MaaS paper on MAGPIE "
+              f"{PAPER['relevance_auroc']:.3f})")
+        p = a.probe
+        print(f"exhaustive boundary probe           {p['probes']:,} probes, {p['hits']} hits")
+        eng = a.result.engine_check
+        print(f"seekdb vs numpy top-k agreement     {eng.get('same_topk', 0)}/"
+              f"{eng.get('queries', 0)}")
     if bench is not None:
         print()
         for line in bench.lines():

@@ -823,8 +823,9 @@ def _check_unique(values: Iterable[tuple[str, Path | None]], what: str) -> None:
 def to_lab_scenarios(dataset: SocialDataset) -> list[MagpieScenario]:
     """The scenarios as :class:`MagpieScenario` objects the leakage lab runs as it runs MAGPIE.
 
-    Every participant becomes a :class:`MagpieAgent` (role = its name with spaces, so the query
-    reads "work coordination agent: <task>"); items go to their holder; the item text is
+    Every participant becomes a :class:`MagpieAgent` (role = its name with spaces, so its
+    ``role: task`` query reads "work coordination agent: <task>"); items go to their holder; the
+    item text is
     :attr:`SocialItem.fact`; ``domain`` is the category.
     """
     out: list[MagpieScenario] = []

@@ -9,34 +9,65 @@ one query (:func:`query_text`). :func:`to_lab` packs all of it into the
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
+from bureau.errors import ScenarioError
+from bureau.leakage.agentsocialbench import (
+    SCENARIOS_DIR,
+    SocialDataset,
+    load_agentsocialbench,
+    to_lab_dataset,
+)
 from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
-from bureau.leakage.magpie import MagpieAgent, MagpieDataset, MagpieScenario
+from bureau.leakage.magpie import (
+    TSV_NAME,
+    MagpieAgent,
+    MagpieDataset,
+    MagpieScenario,
+    load_magpie,
+    subset,
+)
 from bureau.model import BOARD
 from bureau.scenario import Scenario, parse_scenario
 from bureau.text import MAX_CARD_CHARS, MAX_QUESTION_CHARS
 
 DATASET_NAME = "MAGPIE"
-QUERY_TEMPLATE = "{role}: {task}"
-"""One query per requester: its MAGPIE role (the agent name if the role is empty), a colon and a
-space, then the scenario task; whitespace collapsed to single spaces; if longer than
-MAX_QUESTION_CHARS (500, the Bureau's question limit) cut at the last space at or before 500."""
+SOCIAL_NAME = "AgentSocialBench"
+QUERY_TEMPLATE = "{task} {role} {description}"
+"""The headline query (``own_job``), asked under every policy: what the requester knows about its
+own job -- the scenario task, its role (the agent name if the role is empty) and its role
+description, space-separated; whitespace collapsed to single spaces; if longer than
+MAX_QUESTION_CHARS (the Bureau's question limit) cut at the last space within it. The limit is
+well above the text MiniLM reads (its first 256 tokens), so a cut never shortens what the model
+sees below that."""
+QUERY_VARIANTS = {
+    "own_job": QUERY_TEMPLATE,
+    "task": "{task}",
+    "role_task": "{role}: {task}",
+}
+"""Every query the lab scores, by name. ``task`` is the relevance-AUROC headline (the MaaS
+setting: the request is the task); ``role_task`` is the lab's former query, reported beside it.
+Only ``own_job`` is asked through the Bureau; the others are scored in numpy."""
 TITLE_CHARS = 120
 """Scenario and role titles are labels, not texts: clipped well below the card limit."""
 
 
-def full_query(scenario: MagpieScenario, agent: MagpieAgent) -> str:
-    """:data:`QUERY_TEMPLATE` filled in, whitespace collapsed, before any cut."""
+def full_query(scenario: MagpieScenario, agent: MagpieAgent, variant: str = "own_job") -> str:
+    """The query called ``variant`` (:data:`QUERY_VARIANTS`), whitespace collapsed, before any
+    cut."""
     role = " ".join(agent.role.split()) or agent.name
-    return " ".join(QUERY_TEMPLATE.format(role=role, task=scenario.task).split())
+    text = QUERY_VARIANTS[variant].format(role=role, task=scenario.task,
+                                          description=agent.description)
+    return " ".join(text.split())
 
 
-def query_text(scenario: MagpieScenario, agent: MagpieAgent) -> str:
-    """The requester's query (see :data:`QUERY_TEMPLATE`)."""
-    text = full_query(scenario, agent)
+def query_text(scenario: MagpieScenario, agent: MagpieAgent, variant: str = "own_job") -> str:
+    """The requester's query (see :data:`QUERY_TEMPLATE`), cut to the Bureau's question limit."""
+    text = full_query(scenario, agent, variant)
     if len(text) > MAX_QUESTION_CHARS:
         text = text[: MAX_QUESTION_CHARS + 1].rsplit(" ", 1)[0].rstrip()
     return text
@@ -135,6 +166,7 @@ def to_lab_scenario(scenario: MagpieScenario, name: str = DATASET_NAME) -> LabSc
             role=roles[a.name],
             query=query_text(scenario, a),
             query_cut=query_text(scenario, a) != full_query(scenario, a),
+            variants={v: query_text(scenario, a, v) for v in QUERY_VARIANTS if v != "own_job"},
         )
         for a in scenario.agents
     )
@@ -175,3 +207,84 @@ def to_lab(dataset: MagpieDataset, name: str = DATASET_NAME) -> LabSet:
         source_scenarios=dataset.source_scenarios,
         dataset=dataset,
     )
+
+
+# --- AgentSocialBench, and picking a benchmark by its layout --------------------------------------
+
+Benchmark = Literal["magpie", "agentsocialbench"]
+BENCHMARK_NAMES: dict[str, str] = {"magpie": DATASET_NAME, "agentsocialbench": SOCIAL_NAME}
+
+
+def social_subset(dataset: SocialDataset, limit: int | None) -> SocialDataset:
+    """The first ``limit`` AgentSocialBench scenarios in the loader's (file-path) order, or all."""
+    if limit is None or limit >= len(dataset):
+        return dataset
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    scenarios = dataset.scenarios[:limit]
+    items = tuple(i for s in scenarios for i in s.items)
+    return SocialDataset(scenarios=scenarios, items=items, skipped=dataset.skipped,
+                         source=dataset.source)
+
+
+def to_lab_social(dataset: SocialDataset, source_scenarios: int | None = None) -> LabSet:
+    """AgentSocialBench as a lab set: its scenarios through MAGPIE's shape
+    (:func:`~bureau.leakage.agentsocialbench.to_lab_dataset`), then :func:`to_lab_scenario`, so
+    roles, seed keys and queries follow the same rules; ``counts`` are AgentSocialBench's own
+    (:meth:`SocialDataset.counts`) and ``dataset`` the :class:`SocialDataset`."""
+    shaped = to_lab_dataset(dataset)
+    return LabSet(
+        name=SOCIAL_NAME,
+        scenarios=tuple(to_lab_scenario(s, SOCIAL_NAME) for s in shaped.scenarios),
+        counts=dataset.counts(),
+        source=dataset.source,
+        source_scenarios=source_scenarios,
+        dataset=dataset,
+    )
+
+
+def benchmark_of(path: str | Path) -> Benchmark:
+    """Which benchmark a ``--dataset`` path holds, by its layout.
+
+    AgentSocialBench: a folder with ``scenarios/``, a folder of its category folders, or JSON
+    files holding a ``privacy_boundary``. MAGPIE: a ``.tsv`` file, a folder holding
+    ``magpie.tsv``, or per-scenario JSON in MAGPIE's columns. A path that does not exist is taken
+    for MAGPIE, whose loader then says it is missing.
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if (p / SCENARIOS_DIR).is_dir():
+            return "agentsocialbench"
+        if (p / TSV_NAME).is_file():
+            return "magpie"
+        if any(child.is_dir() and any(child.glob("*.json")) for child in p.iterdir()):
+            return "agentsocialbench"
+        jsons = sorted(p.glob("*.json"))
+        return "agentsocialbench" if jsons and _is_social(jsons[0]) else "magpie"
+    if p.is_file() and p.suffix.lower() == ".json" and _is_social(p):
+        return "agentsocialbench"
+    return "magpie"
+
+
+def _is_social(file: Path) -> bool:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # the loader that takes it says what is wrong
+    return isinstance(data, dict) and "privacy_boundary" in data
+
+
+def load_lab(path: str | Path, limit: int | None = None) -> LabSet:
+    """Load the benchmark at ``path`` (:func:`benchmark_of`) and convert its first ``limit``
+    scenarios in file order."""
+    if benchmark_of(path) == "agentsocialbench":
+        social = load_agentsocialbench(path)
+        part = social_subset(social, limit)
+        return to_lab_social(part, len(social) if len(part) < len(social) else None)
+    return to_lab(subset(load_magpie(path), limit))
+
+
+__all__ = ["BENCHMARK_NAMES", "DATASET_NAME", "QUERY_TEMPLATE", "QUERY_VARIANTS", "SOCIAL_NAME",
+           "ScenarioError", "benchmark_of", "full_query", "load_lab", "query_text", "role_names",
+           "seed_key", "slug", "social_subset", "to_bureau_scenario", "to_lab", "to_lab_scenario",
+           "to_lab_social"]

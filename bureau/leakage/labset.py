@@ -55,6 +55,14 @@ class LabAgent:
     query_cut: bool = False
     """The converter shortened the query to fit the Bureau's question limit (the report says how
     many were)."""
+    variants: Mapping[str, str] = field(default_factory=dict)
+    """Other queries scored in numpy only (relevance AUROC), by name: ``task`` (the scenario task
+    alone, the MaaS setting) and ``role_task`` (``role: task``). Missing names fall back to
+    :attr:`query`, so a hand-made lab set needs none."""
+
+    def variant(self, name: str) -> str:
+        """The query called ``name`` (``own_job`` is :attr:`query`, the one asked everywhere)."""
+        return self.query if name == "own_job" else self.variants.get(name, self.query)
 
 
 @dataclass(frozen=True)

@@ -14,24 +14,36 @@ import pandas as pd
 
 from bureau.errors import ScenarioError
 from bureau.leakage import plots
-from bureau.leakage.convert import query_text, role_names, seed_key, to_bureau_scenario
+from bureau.leakage.agentsocialbench import default_agentsocialbench_path
+from bureau.leakage.convert import (
+    load_lab,
+    query_text,
+    role_names,
+    seed_key,
+    to_bureau_scenario,
+)
+from bureau.leakage.labset import LabSet
 from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie, subset
 from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
-from bureau.leakage.report import domain_table, relevance, summarize
+from bureau.leakage.policies import SHARED_POOL
+from bureau.leakage.report import domain_table, relevance, summarize, summary_table
 from bureau.leakage.runner import LabResult, run_lab
 from bureau.resources import shipped_path
 
 MINI = shipped_path("data", "magpie_mini")
+SOCIAL_MINI = shipped_path("data", "agentsocialbench_mini")
 LEAK_TARGET = 0.05
 """The exercise: push the shared pool's private leak rate (pairs) below 5% with a threshold."""
 
 __all__ = [
     "LEAK_TARGET",
     "MINI",
+    "SOCIAL_MINI",
     "at_threshold",
     "check_threshold",
     "domain_table",
     "load_dataset",
+    "load_second_benchmark",
     "plots",
     "query_text",
     "relevance",
@@ -39,6 +51,7 @@ __all__ = [
     "scenario_cards",
     "subset",
     "summarize",
+    "summary_table",
     "threshold_sweep",
 ]
 
@@ -54,6 +67,20 @@ def load_dataset() -> tuple[MagpieDataset, str]:
             f"NOTE: MAGPIE was not found ({exc.message}) — falling back to data/magpie_mini, "
             f"{len(data)} hand-written scenarios in MAGPIE's format. The figures below then "
             "describe that toy set, not the benchmark."
+        )
+
+
+def load_second_benchmark(limit: int | None = None) -> tuple[LabSet, str]:
+    """AgentSocialBench's first ``limit`` scenarios if it can be found, else the bundled
+    synthetic sample in its format; plus a note saying which (offline either way)."""
+    try:
+        lab = load_lab(default_agentsocialbench_path(), limit)
+        return lab, f"Using AgentSocialBench: {len(lab)} scenarios, {len(lab.items):,} items."
+    except ScenarioError as exc:
+        lab = load_lab(SOCIAL_MINI, limit)
+        return lab, (
+            f"NOTE: AgentSocialBench was not found ({exc.message}) — falling back to "
+            f"data/agentsocialbench_mini, {len(lab)} hand-written scenarios in its format."
         )
 
 
@@ -77,7 +104,7 @@ def scenario_cards(scenario: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def at_threshold(result: LabResult, threshold: float, policy: str = "a_shared_pool") -> dict:
+def at_threshold(result: LabResult, threshold: float, policy: str = SHARED_POOL) -> dict:
     """Leak rate and recall of ``policy`` if only top-k cards with cosine >= threshold count."""
     pairs = result.policy(policy)
     strict = pairs.assign(retrieved=pairs["retrieved"] & (pairs["score"] >= threshold))

@@ -61,7 +61,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 from bureau.errors import ScenarioError
@@ -227,6 +226,9 @@ class MagpieDataset:
     source_scenarios: int | None = field(default=None, compare=False)
     """Scenarios in ``source`` when this is a :func:`subset` (``None``: all of them), so a report
     can say "12 of the N scenarios" without knowing N in advance."""
+    file_order: tuple[str, ...] = field(default=(), compare=False)
+    """Scenario ids in the order the source lists them (files sorted, rows in file order), which
+    :func:`subset` follows; empty: ``scenarios`` order."""
 
     def __len__(self) -> int:
         return len(self.scenarios)
@@ -257,17 +259,24 @@ class MagpieDataset:
 
 
 def subset(dataset: MagpieDataset, limit: int | None) -> MagpieDataset:
-    """``limit`` scenarios spread evenly over the id-sorted list (so domains vary), or all."""
+    """The first ``limit`` scenarios in file order (:attr:`MagpieDataset.file_order`), or all.
+
+    The first N, not N spread over the ids: a subset of N is then a prefix of a subset of N + 1,
+    so figures of two runs with different limits compare on the scenarios they share. Kept in
+    id order like a loaded dataset.
+    """
     n = len(dataset.scenarios)
     if limit is None or limit >= n:
         return dataset
     if limit < 1:
         raise ValueError("limit must be at least 1")
-    picks = sorted({int(round(i)) for i in np.linspace(0, n - 1, limit)})
-    scenarios = tuple(dataset.scenarios[i] for i in picks)
+    order = dataset.file_order or tuple(s.scenario_id for s in dataset.scenarios)
+    picked = set(order[:limit])
+    scenarios = tuple(s for s in dataset.scenarios if s.scenario_id in picked)
     items = tuple(i for s in scenarios for i in s.items)
     return MagpieDataset(scenarios=scenarios, items=items, source=dataset.source,
-                         source_scenarios=dataset.source_scenarios or n)
+                         source_scenarios=dataset.source_scenarios or n,
+                         file_order=tuple(i for i in order if i in picked))
 
 
 # --- locating the data ---------------------------------------------------------------------------
@@ -318,11 +327,13 @@ def load_magpie(path: str | os.PathLike[str] | None = None) -> MagpieDataset:
         records.extend((file, row) for row in rows)
     if not records:
         raise ScenarioError(f"{source} contains no scenarios.", hint=GET_IT)
-    scenarios = sorted((_scenario(file, row) for file, row in records), key=lambda s: s.scenario_id)
+    in_file = [_scenario(file, row) for file, row in records]
+    scenarios = sorted(in_file, key=lambda s: s.scenario_id)
     _check_unique([s.scenario_id for s in scenarios], source, "file_name")
     items = tuple(i for s in scenarios for i in s.items)
     _check_unique([i.item_id for i in items], source, "item_id")
-    return MagpieDataset(scenarios=tuple(scenarios), items=items, source=source)
+    return MagpieDataset(scenarios=tuple(scenarios), items=items, source=source,
+                         file_order=tuple(s.scenario_id for s in in_file))
 
 
 # --- parsing -------------------------------------------------------------------------------------

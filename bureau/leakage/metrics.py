@@ -249,3 +249,145 @@ def per_domain(df: pd.DataFrame) -> pd.DataFrame:
     counts = ["private_pairs", "private_items", "shareable_pairs"]
     out[counts] = out[counts].fillna(0).astype(int)
     return out
+
+
+# --- random baseline -----------------------------------------------------------------------------
+
+
+def random_draw_probability(
+    pool_size: Sequence[float] | pd.Series | np.ndarray, k: int
+) -> np.ndarray:
+    """Chance that one pool item is among ``k`` items drawn uniformly without replacement from
+    a pool of ``pool_size`` items: ``min(k, N) / N`` (0 where ``N`` is 0: no readable pool holds
+    the item).
+
+    Why it is the right chance baseline: a top-k policy returns exactly ``min(k, N)`` items of
+    the pool, so a policy that knew nothing about the items (relevance included) would return
+    each one with this probability; a leak rate near it says the ranking adds nothing.
+    """
+    n = np.asarray(pool_size, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(n > 0, np.minimum(k, n) / n, 0.0)
+    return p
+
+
+def random_expectations(df: pd.DataFrame) -> dict[str, float]:
+    """Exact expected pair leak, item leak and shareable recall of uniform draws.
+
+    ``df`` is an exposure table with a ``p_random`` column: the probability that the pair's item
+    is drawn for the pair's requester (:func:`random_draw_probability`). Pair leak and recall are
+    the mean of ``p_random`` over the private (shareable) pairs -- expectation is linear. An item
+    leaks if at least one other requester draws it: ``1 - prod(1 - p_r)`` over its requesters,
+    assuming the requesters draw independently (each requester's draw is its own query).
+    """
+    pairs = _others(df)
+    private = pairs[pairs["label"] == "private"]
+    shareable = pairs[pairs["label"] == "shareable"]
+    miss = (1.0 - private["p_random"]).groupby([private["scenario_id"], private["item_id"]]).prod()
+    nan = float("nan")
+    return {
+        "pair_leak": float(private["p_random"].mean()) if len(private) else nan,
+        "item_leak": float((1.0 - miss).mean()) if len(miss) else nan,
+        "shareable_recall": float(shareable["p_random"].mean()) if len(shareable) else nan,
+    }
+
+
+# --- uncertainty ---------------------------------------------------------------------------------
+
+RATIOS = {
+    "pair_leak": ("leaked_pairs", "private_pairs"),
+    "item_leak": ("leaked_items", "private_items"),
+    "shareable_recall": ("retrieved_shareable", "shareable_pairs"),
+    "random_pair_leak": ("random_leaked_pairs", "private_pairs"),
+    "random_item_leak": ("random_leaked_items", "private_items"),
+    "random_shareable_recall": ("random_retrieved_shareable", "shareable_pairs"),
+}
+"""Each pooled rate as (numerator, denominator) columns of :func:`scenario_totals`."""
+
+
+def scenario_totals(df: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario (index, sorted): the numerators and denominators of every pooled rate.
+
+    A pooled rate over a set of scenarios is the sum of their numerators over the sum of their
+    denominators, which is what lets :func:`bootstrap_rates` resample scenarios with one matrix
+    product instead of recomputing every table. ``random_*`` columns need ``p_random``.
+    """
+    pairs = _others(df)
+    private = pairs[pairs["label"] == "private"]
+    shareable = pairs[pairs["label"] == "shareable"]
+    items = private.groupby(["scenario_id", "item_id"])
+    out = pd.DataFrame({
+        "private_pairs": private.groupby("scenario_id").size(),
+        "leaked_pairs": private.groupby("scenario_id")["retrieved"].sum(),
+        "private_items": items.size().groupby(level="scenario_id").size(),
+        "leaked_items": items["retrieved"].any().groupby(level="scenario_id").sum(),
+        "shareable_pairs": shareable.groupby("scenario_id").size(),
+        "retrieved_shareable": shareable.groupby("scenario_id")["retrieved"].sum(),
+    }, index=pd.Index(sorted(pairs["scenario_id"].unique()), name="scenario_id"))
+    if "p_random" in pairs.columns:
+        miss = (1.0 - private["p_random"]).groupby(
+            [private["scenario_id"], private["item_id"]]).prod()
+        out["random_leaked_pairs"] = private.groupby("scenario_id")["p_random"].sum()
+        out["random_leaked_items"] = (1.0 - miss).groupby(level="scenario_id").sum()
+        out["random_retrieved_shareable"] = shareable.groupby("scenario_id")["p_random"].sum()
+    return out.fillna(0).astype(float)
+
+
+def resample_counts(scenarios: int, n: int = 1000, seed: int = 0) -> np.ndarray:
+    """``n`` bootstrap resamples of ``scenarios`` scenarios, as how often each scenario was drawn
+    (an ``n x scenarios`` matrix); one fixed seed, so every figure of a run shares the resamples
+    and a rerun gives the same intervals."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, scenarios, size=(n, scenarios))
+    return np.stack([np.bincount(row, minlength=scenarios) for row in draws])
+
+
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The central ``level`` percentile interval of bootstrap values (NaNs dropped)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return (float("nan"), float("nan"))
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return (float(lo), float(hi))
+
+
+def bootstrap_rates(
+    totals: pd.DataFrame, counts: np.ndarray, level: float = 0.95
+) -> dict[str, tuple[float, float]]:
+    """Percentile intervals of every rate in :data:`RATIOS` that ``totals`` can give, over the
+    scenario resamples ``counts`` (:func:`resample_counts`, columns in ``totals`` order).
+
+    Scenarios, not pairs, are resampled: pairs of one scenario share a query and a pool, so they
+    are not independent and a pair bootstrap would give intervals that are too narrow.
+    """
+    out = {}
+    for name, (num, den) in RATIOS.items():
+        if num not in totals.columns:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = (counts @ totals[num].to_numpy()) / (counts @ totals[den].to_numpy())
+        out[name] = percentile_interval(values, level)
+    return out
+
+
+def bootstrap_auroc(
+    df: pd.DataFrame,
+    counts: np.ndarray,
+    scenarios: Sequence[str],
+    score: str = "score",
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile interval of the pooled AUROC of column ``score`` over scenario resamples: a
+    pair's weight is how often its scenario was drawn (``sample_weight``)."""
+    pairs = _others(df)
+    y = _binary(pairs["label"])
+    s = pairs[score].to_numpy(dtype=float)
+    index = pd.Index(list(scenarios)).get_indexer(pairs["scenario_id"])
+    values = []
+    for row in counts:
+        w = row[index]
+        if len(np.unique(y[w > 0])) == 2:
+            values.append(roc_auc_score(y, s, sample_weight=w))
+    return percentile_interval(np.array(values), level)

@@ -1,4 +1,4 @@
-"""The lab's three plots (matplotlib, Agg-safe): each title states what the figure shows."""
+"""The lab's plots (matplotlib, Agg-safe): each title states what the figure shows."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from bureau.leakage.metrics import pooled_auroc, roc_points
+from bureau.leakage.metrics import relevance_auroc, roc_points
 from bureau.leakage.paper import PAPER
-from bureau.leakage.policies import POLICIES, POLICY_LABELS
+from bureau.leakage.policies import (
+    BUREAU_POLICIES,
+    POLICIES,
+    POLICY_LABELS,
+    SHARED_POOL,
+    SHARED_POOL_WITH_OWN,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -16,7 +22,8 @@ if TYPE_CHECKING:
     from bureau.leakage.runner import LabResult
 
 COLORS = {
-    "a_shared_pool": "#c0392b",
+    "a_shared_pool_with_own": "#e59866",
+    "a_shared_pool_others": "#c0392b",
     "b_bureau_closed": "#7f8c8d",
     "c_bureau_published": "#2471a3",
     "d_bureau_abstractions": "#1e8449",
@@ -30,14 +37,15 @@ def _figure(width: float, height: float, layout: str | None = None) -> Figure:
     return Figure(figsize=(width, height), layout=layout)
 
 
-MARKERS = {"a_shared_pool": "o", "b_bureau_closed": "s", "c_bureau_published": "o",
-           "d_bureau_abstractions": "D"}
-NUDGE = {"a_shared_pool": (8, -4), "b_bureau_closed": (8, 6), "c_bureau_published": (-8, 10),
+MARKERS = {"a_shared_pool_with_own": "v", "a_shared_pool_others": "o", "b_bureau_closed": "s",
+           "c_bureau_published": "o", "d_bureau_abstractions": "D"}
+NUDGE = {"a_shared_pool_with_own": (8, -12), "a_shared_pool_others": (8, 4),
+         "b_bureau_closed": (8, 6), "c_bureau_published": (-8, 10),
          "d_bureau_abstractions": (-8, -16)}
 
 
-def tradeoff(summary: pd.DataFrame) -> Figure:
-    """Private leak rate against shareable recall, one point per policy."""
+def tradeoff(summary: pd.DataFrame, name: str = "MAGPIE") -> Figure:
+    """Private leak rate against shareable recall, one point per policy (``summarize``)."""
     fig = _figure(6.4, 4.6)
     ax = fig.add_subplot()
     rows = summary.set_index("policy")
@@ -61,12 +69,12 @@ def tradeoff(summary: pd.DataFrame) -> Figure:
     ax.set_xlim(-4, max(5.0, 100 * float(summary["shareable_recall"].max()) * 1.2))
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    a = rows.loc["a_shared_pool"]
+    a = rows.loc[SHARED_POOL]
     c = rows.loc["c_bureau_published"]
-    bureau_leak = rows.loc[list(POLICIES)[1:], "private_leak_rate_pairs"].max()
+    bureau_leak = rows.loc[list(BUREAU_POLICIES), "private_leak_rate_pairs"].max()
     ax.set_title(
-        f"Shared pool leaks {100 * a['private_leak_rate_pairs']:.0f}% of private pairs; the "
-        f"bureau {100 * bureau_leak:.0f}%\nwhile publishing keeps "
+        f"{name}: the shared pool leaks {100 * a['private_leak_rate_pairs']:.0f}% of private "
+        f"pairs; the bureau {100 * bureau_leak:.0f}%\nwhile publishing keeps "
         f"{100 * c['shareable_recall']:.0f}% shareable recall (pool: "
         f"{100 * a['shareable_recall']:.0f}%)",
         fontsize=10,
@@ -75,15 +83,19 @@ def tradeoff(summary: pd.DataFrame) -> Figure:
 
 
 def roc(result: LabResult) -> Figure:
-    """ROC curve of raw relevance (cosine) as a shareable-vs-private classifier."""
-    pairs = result.policy("a_shared_pool")
+    """ROC curve of raw relevance (cosine to the task query) as a shareable-vs-private
+    classifier, with the ``role: task`` query's curve beside it."""
+    pairs = result.policy(SHARED_POOL)
     others = pairs[pairs["requester"] != pairs["owner"]]
-    points = roc_points(others["score"], others["label"])
-    auc = pooled_auroc(pairs)
     fig = _figure(5.2, 5.0)
     ax = fig.add_subplot()
-    ax.plot(points["fpr"], points["tpr"], color=COLORS["a_shared_pool"],
-            label=f"cosine relevance (AUROC {auc:.3f})")
+    auc = relevance_auroc(others["score_task"], others["label"])
+    for column, label, style in (("score_task", "task", "-"), ("score_role_task", "role: task",
+                                                                ":")):
+        points = roc_points(others[column], others["label"])
+        ax.plot(points["fpr"], points["tpr"], style, color=COLORS[SHARED_POOL],
+                label=f"cosine to the {label} query (AUROC "
+                      f"{relevance_auroc(others[column], others['label']):.3f})")
     ax.plot([0, 1], [0, 1], "--", color="grey", label="no information (0.5)")
     ax.set_xlabel("false positive rate: private pairs ranked as shareable")
     ax.set_ylabel("true positive rate: shareable pairs ranked as shareable")
@@ -91,55 +103,97 @@ def roc(result: LabResult) -> Figure:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(
-        f"Relevance barely tells shareable from private:\nAUROC {auc:.3f} "
-        f"(paper {PAPER['relevance_auroc']:.3f}) over {len(others):,} pairs",
+        f"{result.lab.name}: relevance barely tells shareable from private:\nAUROC {auc:.3f} "
+        f"(task query; MaaS paper on MAGPIE {PAPER['relevance_auroc']:.3f}) over "
+        f"{len(others):,} pairs",
         fontsize=10,
     )
     return fig
 
 
-def domains(domain_table: pd.DataFrame, top: int = 25) -> Figure:
+def domains(domain_table: pd.DataFrame, top: int = 25, name: str = "MAGPIE") -> Figure:
     """Per domain: private leak rate (left) and shareable recall (right) of every policy.
 
     Shows the ``top`` domains with the most private pairs, sorted by the shared pool's leak rate.
     """
-    size = domain_table[domain_table["policy"] == "a_shared_pool"].set_index("domain")[
+    size = domain_table[domain_table["policy"] == SHARED_POOL].set_index("domain")[
         "private_pairs"
     ]
     n_dom = len(size)
     shown = size.sort_values(ascending=False).head(top).index
     leak = domain_table.pivot(index="domain", columns="policy", values="leak_rate_pairs")
-    leak = leak.loc[shown].sort_values("a_shared_pool")
+    leak = leak.loc[shown].sort_values(SHARED_POOL)
     recall = domain_table.pivot(index="domain", columns="policy", values="shareable_recall")
     recall = recall.loc[leak.index]
     fig = _figure(9.0, 0.26 * len(leak) + 2.2, layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True)
     ys = list(range(len(leak)))
-    left.barh(ys, 100 * leak["a_shared_pool"].fillna(0), height=0.7,
-              color=COLORS["a_shared_pool"], label=POLICY_LABELS["a_shared_pool"])
-    for policy in list(POLICIES)[1:]:
+    left.barh(ys, 100 * leak[SHARED_POOL].fillna(0), height=0.7,
+              color=COLORS[SHARED_POOL], label=POLICY_LABELS[SHARED_POOL])
+    rnd = domain_table[domain_table["policy"] == SHARED_POOL].set_index("domain")
+    left.scatter(100 * rnd.loc[leak.index, "random_leak_rate_pairs"].fillna(0), ys, s=40,
+                 marker="|", color="black", label="random draw, same pool", zorder=4)
+    for policy in BUREAU_POLICIES:
         left.scatter(100 * leak[policy].fillna(0), ys, s=14, marker=MARKERS[policy],
                      color=COLORS[policy], label=POLICY_LABELS[policy], zorder=3)
     left.set_yticks(ys, leak.index, fontsize=7)
     left.set_xlabel("private leak rate (% of pairs)")
-    left.set_ylabel("MAGPIE domain")
+    left.set_ylabel(f"{name} domain")
     left.grid(axis="x", alpha=0.3)
     height = 0.8 / 3
-    for n, policy in enumerate(("a_shared_pool", "c_bureau_published", "d_bureau_abstractions")):
+    for n, policy in enumerate((SHARED_POOL, "c_bureau_published", "d_bureau_abstractions")):
         right.barh([y + (n - 1) * height for y in ys], 100 * recall[policy].fillna(0),
                    height=height, color=COLORS[policy], label=POLICY_LABELS[policy])
     right.set_xlabel("shareable recall (% of pairs)")
     right.grid(axis="x", alpha=0.3)
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7)
-    leaky = int((domain_table[domain_table["policy"] == "a_shared_pool"]["leak_rate_pairs"]
+    leaky = int((domain_table[domain_table["policy"] == SHARED_POOL]["leak_rate_pairs"]
                  > 0).sum())
-    bureau = domain_table[domain_table["policy"] != "a_shared_pool"]
+    bureau = domain_table[domain_table["policy"].isin(BUREAU_POLICIES)]
     bureau_leaky = bureau.loc[bureau["leak_rate_pairs"] > 0, "domain"].nunique()
     which = f"the {len(leak)} largest of {n_dom} domains" if len(leak) < n_dom else "all domains"
     fig.suptitle(
         f"The shared pool leaks in {leaky} of {n_dom} domains, the bureau in {bureau_leaky};"
         f" publishing restores recall\n({which}, by private pairs)",
+        fontsize=10,
+    )
+    return fig
+
+
+def baseline(table: pd.DataFrame, name: str, k: int) -> Figure:
+    """Leak (left) and shareable recall (right) of both shared pools against depth, each beside
+    its random expectation (dashed), and the bureau policies at their budget.
+
+    ``table`` is summary.csv's rows of one dataset. The bureau reads ``k`` per scope from two
+    scopes, so its points stand at ``2k`` cards in all.
+    """
+    fig = _figure(10.0, 4.2, layout="constrained")
+    left, right = fig.subplots(1, 2)
+    for ax, col, rnd, what in ((left, "pair_leak", "random_pair_leak", "private leak rate "
+                                "(% of pairs)"),
+                               (right, "shareable_recall", "random_shareable_recall",
+                                "shareable recall (% of pairs)")):
+        for policy in (SHARED_POOL, SHARED_POOL_WITH_OWN):
+            rows = table[table["policy"] == policy].sort_values("k")
+            ax.plot(rows["k"], 100 * rows[col], marker=MARKERS[policy], color=COLORS[policy],
+                    label=POLICY_LABELS[policy])
+            ax.plot(rows["k"], 100 * rows[rnd], "--", color=COLORS[policy], alpha=0.8,
+                    label=f"random draw, {POLICY_LABELS[policy].split(':')[1].strip()}")
+        for size, policy in zip((110, 70, 35), BUREAU_POLICIES, strict=True):  # drawn over
+            rows = table[table["policy"] == policy]                          # one another
+            ax.scatter(2 * rows["k"], 100 * rows[col], marker=MARKERS[policy], s=size,
+                       color=COLORS[policy], label=f"{POLICY_LABELS[policy]} (k per scope)",
+                       zorder=4)
+        ax.set_xlabel("cards retrieved in all (k; the bureau: k per scope × two scopes)")
+        ax.set_ylabel(what)
+        ax.grid(alpha=0.3)
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7)
+    at = table[(table["policy"] == SHARED_POOL) & (table["k"] == k)].iloc[0]
+    fig.suptitle(
+        f"{name}: relevance as policy leaks {100 * at['pair_leak']:.0f}% of private pairs at "
+        f"top-{k}, a random draw {100 * at['random_pair_leak']:.0f}%; the bureau 0%",
         fontsize=10,
     )
     return fig

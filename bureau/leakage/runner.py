@@ -1,9 +1,10 @@
 """The lab runner: converted scenarios through the four policies, on one store and one embedder.
 
-For every :class:`~bureau.leakage.labset.LabScenario` the runner computes the shared pool
-(policy a) in numpy, creates the Bureau case, checks every item was seeded, asks every
-requester's query in state b, publishes the shareable cards (c), publishes the safe
-abstractions (d), and records what came back (policy definitions: :mod:`bureau.leakage.policies`).
+For every :class:`~bureau.leakage.labset.LabScenario` the runner computes the two shared pools
+(policy a, with and without the requester's own items) in numpy, creates the Bureau case, checks
+every item was seeded, asks every requester's query in state b, publishes the shareable cards
+(c), publishes the safe abstractions (d), records what came back (policy definitions:
+:mod:`bureau.leakage.policies`), and finally probes the boundary exhaustively (below).
 It reads no benchmark format: it takes a :class:`~bureau.leakage.labset.LabSet` (a
 ``MagpieDataset`` is converted with :func:`bureau.leakage.convert.to_lab` on the way in).
 
@@ -15,8 +16,23 @@ report). An abstraction card maps to its private item as ``variant="abstraction"
 counted as an abstraction delivered, never as the item.
 
 Scores: the relevance of a (requester, item) pair is the cosine of the requester's query vector
-and the item's vector, computed in numpy for every pair (retrieved or not), so the relevance
-AUROC does not depend on which pairs a store happened to return.
+and the item's vector, computed in numpy for every pair (retrieved or not) and for every query
+variant (``score`` = the asked ``own_job`` query, ``score_task``, ``score_role_task``), so the
+relevance AUROC does not depend on which pairs a store happened to return.
+
+Exhaustive boundary probe: the headline "0 leaked pairs" of b-d rests on one query per requester,
+which could miss a card a better question would reach. So in the final state (d) every requester
+also asks, through ``Case.retrieve(role, text, limit=PROBE_LIMIT)``, with the text of every other
+agent's private item as the question, over every space it can read (``Case.scopes_for``); a
+returned card that is (or is a board copy of, or has the body of) another agent's private item is
+a hit. The limit exceeds any scenario's card count, so each probe returns every readable card.
+The probe texts are item texts the lab already embedded and are handed down with
+:func:`~bureau.embedding.given_vectors`, so nothing is embedded twice.
+
+Random baseline: every pair carries ``pool_size``, the size of the one scope through which the
+pair's item could reach the requester under that policy (0: no readable scope holds it), so
+:func:`bureau.leakage.metrics.random_draw_probability` gives the chance a uniform draw of the
+same budget would have returned it.
 """
 
 from __future__ import annotations
@@ -36,7 +52,13 @@ from bureau.leakage.convert import to_lab
 from bureau.leakage.labset import LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieDataset
 from bureau.leakage.metrics import exposure_frame
-from bureau.leakage.policies import DEFAULT_K, POLICIES, SHARED_POOL
+from bureau.leakage.policies import (
+    DEFAULT_K,
+    POLICIES,
+    PROBE_LIMIT,
+    SHARED_POOL,
+    SHARED_POOL_WITH_OWN,
+)
 from bureau.model import BOARD, MemoryCard
 from bureau.settings import LIMIT_RANGE, check_limit
 
@@ -50,6 +72,20 @@ RETRIEVAL_COLUMNS = (
 REQUEST_COLUMNS = (
     "policy", "scenario_id", "requester", "role", "request_id", "scopes", "returned",
 )
+PROBE_COLUMNS = (
+    "scenario_id", "requester", "role", "scopes", "probes", "hits", "cards_returned",
+    "max_scope_cards", "scopes_as_listed",
+)
+"""One row per requester of the exhaustive probe: ``probes`` questions asked (one per other
+agent's private item), ``hits`` returned cards that are another agent's private item,
+``max_scope_cards`` the most cards one scope returned (below PROBE_LIMIT: nothing was cut off),
+``scopes_as_listed`` every probe searched exactly ``Case.scopes_for(role)``."""
+SCORE_COLUMNS = (
+    "scenario_id", "requester", "item_id", "score", "score_task", "score_role_task",
+    "pool_rank_with_own", "pool_rank_others", "pool_size_with_own", "pool_size_others",
+)
+QUERY_SCORES = {"own_job": "score", "task": "score_task", "role_task": "score_role_task"}
+"""Query variant -> the pair column holding its cosine."""
 MAX_K = LIMIT_RANGE[1]
 """Top-k is a retrieval depth, not a dump: above this a run measures nothing a user would see."""
 PIPELINE_CHUNK_CAP = 8
@@ -71,12 +107,14 @@ class Timings:
     abstractions: float = 0.0
     retrieve: float = 0.0
     frames: float = 0.0
+    probe: float = 0.0
     distinct_texts: int = 0
     texts_embedded: int = 0
     tokens_embedded: int = 0
     encoder_seconds: float = 0.0
     cards_written: int = 0
     searches: int = 0
+    probes: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -95,6 +133,7 @@ class LabResult:
     ``retrievals``: every card every query returned (:data:`RETRIEVAL_COLUMNS`).
     ``requests``: one row per ``Case.retrieve`` call of policies b-d (:data:`REQUEST_COLUMNS`).
     ``queries``: (scenario id, agent name) -> the query asked.
+    ``probe``: the exhaustive boundary probe of the final state (:data:`PROBE_COLUMNS`).
     """
 
     lab: LabSet
@@ -107,6 +146,11 @@ class LabResult:
     timings: Timings
     engine_check: dict[str, float | int] = field(default_factory=dict)
     case_ids: dict[str, str] = field(default_factory=dict)
+    query_tokens: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(scenario id, agent name) -> tokens of the asked query before MiniLM's truncation (empty
+    when the encoder has no tokenizer): the report says how many exceed what the model reads."""
+    probe: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PROBE_COLUMNS)))
+    """The exhaustive boundary probe, one row per requester (:data:`PROBE_COLUMNS`)."""
 
     @property
     def dataset(self) -> Any:
@@ -138,7 +182,7 @@ def lab_texts(data: LabSet | MagpieDataset) -> tuple[list[str], dict[tuple[str, 
 
 def _scenario_texts(scenario: LabScenario) -> list[str]:
     texts = [i.text for i in scenario.items]
-    texts += [a.query for a in scenario.agents]
+    texts += [a.variant(v) for a in scenario.agents for v in QUERY_SCORES]
     texts += [i.abstraction for i in scenario.items if i.abstraction]
     return texts
 
@@ -199,7 +243,8 @@ def run_lab(
     vec: dict[str, np.ndarray] = {}
     rows: list[tuple[Any, ...]] = []
     requests: list[tuple[Any, ...]] = []
-    scores: list[tuple[str, str, str, float, int]] = []
+    scores: list[tuple[Any, ...]] = []
+    probes: list[tuple[Any, ...]] = []
     engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
     case_ids: dict[str, str] = {}
 
@@ -228,7 +273,7 @@ def run_lab(
                     case_id = f"{scenario.case_stem}-{uuid.uuid4().hex[:5]}"
                     case_ids[scenario.scenario_id] = case_id
                     rows += _run_bureau_case(bureau, scenario, case_id, vec, k, t, engine,
-                                             requests)
+                                             requests, probes)
                     if cleanup:
                         bureau.delete_case(case_id)
             next(bar, None)  # let a progress bar close
@@ -238,9 +283,7 @@ def run_lab(
 
     t0 = time.perf_counter()
     retrievals = pd.DataFrame(rows, columns=list(RETRIEVAL_COLUMNS))
-    score_frame = pd.DataFrame(
-        scores, columns=["scenario_id", "requester", "item_id", "score", "pool_rank"]
-    )
+    score_frame = pd.DataFrame(scores, columns=list(SCORE_COLUMNS))
     pairs = _pairs(lab, retrievals, score_frame)
     t.frames = time.perf_counter() - t0
 
@@ -264,6 +307,8 @@ def run_lab(
         timings=t,
         engine_check=engine_check,
         case_ids=case_ids,
+        query_tokens=_query_tokens(enc, queries),
+        probe=pd.DataFrame(probes, columns=list(PROBE_COLUMNS)),
     )
 
 
@@ -273,35 +318,79 @@ def _shared_pool(
     k: int,
     rows: list[tuple[Any, ...]],
     t: Timings,
-) -> list[tuple[str, str, str, float, int]]:
-    """Policy a: one pool of every agent's items, exact cosine top-k in numpy.
+) -> list[tuple[Any, ...]]:
+    """Policy a, both pools: exact cosine top-k in numpy.
 
-    Appends the returned items to ``rows``; returns the cosine of every (requester, other
-    agent's item) pair -- the relevance scores the AUROC is computed from -- and the item's rank
-    in the requester's whole pool (own items included), so any other k can be read off.
+    ``a_shared_pool_with_own`` ranks every agent's items and drops the requester's own from its
+    top-k afterwards (own items are not leaks, but they took slots); ``a_shared_pool_others``
+    ranks only the other agents' items. Appends the returned items to ``rows``; returns, per
+    (requester, other agent's item) pair, the cosine under each query variant, the item's rank
+    in each pool and each pool's size (:data:`SCORE_COLUMNS`), so any other k -- and the random
+    baseline -- can be read off.
     """
     t0 = time.perf_counter()
     scores = []
     items = list(scenario.items)
     item_vecs = np.stack([vec[i.text] for i in items])
+    owners = np.array([i.owner for i in items])
     for agent in scenario.agents:
-        cos = item_vecs @ vec[agent.query]
-        order = _topk(cos, len(items))
-        rank_of = {int(j): r for r, j in enumerate(order, start=1)}
-        for j, (item, c) in enumerate(zip(items, cos, strict=True)):
-            if item.owner != agent.name:
-                scores.append(
-                    (scenario.scenario_id, agent.name, item.item_id, float(c), rank_of[j])
-                )
-        for rank, j in enumerate(order[:k], start=1):
-            item = items[j]
-            rows.append(
-                (SHARED_POOL, scenario.scenario_id, agent.name, "pool", rank,
-                 item.item_id, item.owner, item.label, None, item.item_id, "item",
-                 item.owner, item.label, float(cos[j]), float(cos[j]), item.text)
+        cos = {name: item_vecs @ vec[agent.variant(name)] for name in QUERY_SCORES}
+        asked = cos["own_job"]
+        others = np.flatnonzero(owners != agent.name)
+        rank_all, rank_others = pool_ranks(asked, owners == agent.name)
+        for j in others:
+            scores.append(
+                (scenario.scenario_id, agent.name, items[j].item_id, float(asked[j]),
+                 float(cos["task"][j]), float(cos["role_task"][j]), int(rank_all[j]),
+                 int(rank_others[j]), len(items), len(others))
             )
+        for policy, ranks, pool in ((SHARED_POOL_WITH_OWN, rank_all, np.arange(len(items))),
+                                    (SHARED_POOL, rank_others, others)):
+            for j in sorted((j for j in pool if ranks[j] <= k), key=lambda j: ranks[j]):
+                item = items[j]
+                rows.append(
+                    (policy, scenario.scenario_id, agent.name, "pool", int(ranks[j]),
+                     item.item_id, item.owner, item.label, None, item.item_id, "item",
+                     item.owner, item.label, float(asked[j]), float(asked[j]), item.text)
+                )
     t.shared_pool += time.perf_counter() - t0
     return scores
+
+
+def pool_ranks(scores: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's 1-based rank in the two shared pools of one requester.
+
+    ``scores``: relevance of every item of the scenario; ``own``: which are the requester's.
+    Returns (rank among all items -- the with-own pool, whose top-k may spend slots on own
+    items; rank among the other agents' items -- 0 for own items, which that pool lacks).
+    """
+    own = np.asarray(own, dtype=bool)
+    rank_all = _ranks(scores)
+    rank_others = np.zeros(len(scores), dtype=int)
+    rank_others[~own] = _ranks(scores[~own])
+    return rank_all, rank_others
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """1-based rank of each score, best first; ties keep file order (as :func:`_topk`)."""
+    ranks = np.empty(len(scores), dtype=int)
+    ranks[_topk(scores, len(scores))] = np.arange(1, len(scores) + 1)
+    return ranks
+
+
+def _query_tokens(enc: Any, queries: dict[tuple[str, str], str]) -> dict[tuple[str, str], int]:
+    """Token count of each asked query with the encoder's own tokenizer, truncation off."""
+    tokenizer = getattr(enc, "tokenizer", None)
+    if tokenizer is None or not queries:
+        return {}
+    from tokenizers import Tokenizer
+
+    untruncated = Tokenizer.from_str(tokenizer.to_str())
+    untruncated.no_truncation()
+    untruncated.no_padding()
+    keys = list(queries)
+    encodings = untruncated.encode_batch([queries[key] for key in keys])
+    return {key: len(e.ids) for key, e in zip(keys, encodings, strict=True)}
 
 
 def _encoder_counters(enc: Any) -> tuple[int, int, float]:
@@ -326,8 +415,10 @@ def _run_bureau_case(
     t: Timings,
     engine: dict[str, Any],
     requests: list[tuple[Any, ...]],
+    probes: list[tuple[Any, ...]],
 ) -> list[tuple[Any, ...]]:
-    """Policies b, c and d: one case, asked after each of its three successive states."""
+    """Policies b, c and d: one case, asked after each of its three successive states, then
+    probed exhaustively in the last one."""
     t0 = time.perf_counter()
     case = bureau.create_case(scenario.scenario, case_id=case_id)
     by_key = {item.seed_key: item for item in scenario.items}
@@ -368,7 +459,51 @@ def _run_bureau_case(
             t.cards_written += 2
     t.abstractions += time.perf_counter() - t0
     rows += _ask_all(case, scenario, vec, origin, k, "d_bureau_abstractions", t, requests)
+    probes += _probe(case, scenario, vec, origin, t)
     return rows
+
+
+def _probe(
+    case: Any,
+    scenario: LabScenario,
+    vec: dict[str, np.ndarray],
+    origin: dict[str, tuple[LabItem, str]],
+    t: Timings,
+) -> list[tuple[Any, ...]]:
+    """The exhaustive boundary probe (module docstring): every requester asks with every other
+    agent's private item text, limit :data:`PROBE_LIMIT` per scope, over every scope it can read.
+
+    A hit is matched two ways, so neither a mapping bug nor a copied body can hide one: the
+    card's id or ``source_id`` maps to another agent's private item, or its body equals one.
+    """
+    t0 = time.perf_counter()
+    out = []
+    for agent in scenario.agents:
+        secrets = [i for i in scenario.items if i.label == "private" and i.owner != agent.name]
+        secret_texts = {i.text for i in secrets}
+        readable = case.scopes_for(agent.role)
+        hits = returned = widest = 0
+        as_listed = True
+        for item in secrets:
+            with given_vectors(vec):
+                trace = case.retrieve(agent.role, item.text, limit=PROBE_LIMIT)
+            as_listed &= list(trace.searched_scopes) == list(readable)
+            for scope in trace.scopes:
+                cards = [*scope.hits, *scope.below_threshold]
+                returned += len(cards)
+                widest = max(widest, len(cards))
+                for card in cards:
+                    source = card.source_id if card.owner == BOARD else card.id
+                    hit, variant = origin.get(source or "", (None, "unknown"))
+                    by_id = (hit is not None and variant == "item" and hit.label == "private"
+                             and hit.owner != agent.name)
+                    hits += int(by_id or card.content in secret_texts)
+        t.probes += len(secrets)
+        t.searches += len(secrets) * len(readable)
+        out.append((scenario.scenario_id, agent.name, agent.role, "+".join(readable),
+                    len(secrets), hits, returned, widest, as_listed))
+    t.probe += time.perf_counter() - t0
+    return out
 
 
 def _ask_all(
@@ -447,11 +582,13 @@ def _engine_check(
 
 
 def _pairs(lab: LabSet, retrievals: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """The exposure grid of each policy with retrieved / rank / abstraction flags and scores."""
+    """The exposure grid of each policy with retrieved / rank / abstraction flags, scores and
+    the pool size behind the random baseline (module docstring)."""
     grid = exposure_frame(lab.to_frame(), requesters=lab.requester_frame()).drop(columns="score")
     grid = grid.merge(scores, on=["scenario_id", "requester", "item_id"], how="left")
     key = ["scenario_id", "requester", "item_id"]
     got = retrievals.dropna(subset=["item_id"])
+    boards = _board_sizes(lab)
     frames = []
     for policy in POLICIES:
         mine = got[got["policy"] == policy]
@@ -461,11 +598,35 @@ def _pairs(lab: LabSet, retrievals: pd.DataFrame, scores: pd.DataFrame) -> pd.Da
         frame = frame.merge(abstr, left_on=key, right_index=True, how="left")
         frame["retrieved"] = frame["rank"].notna()
         frame["abstraction_retrieved"] = frame["n_abs"].fillna(0) > 0
+        if policy == SHARED_POOL_WITH_OWN:
+            frame["pool_rank"], frame["pool_size"] = frame["pool_rank_with_own"], frame[
+                "pool_size_with_own"]
+        elif policy == SHARED_POOL:
+            frame["pool_rank"], frame["pool_size"] = frame["pool_rank_others"], frame[
+                "pool_size_others"]
+        else:  # another agent's item reaches a requester only as a board copy (c, d: shareable)
+            frame["pool_rank"] = np.nan
+            board = frame["scenario_id"].map(boards[policy]).fillna(0)
+            frame["pool_size"] = board.where(frame["label"] == "shareable", 0).astype(int)
         frames.append(frame.drop(columns="n_abs").assign(policy=policy))
     out = pd.concat(frames, ignore_index=True)
     cols = ["policy", "scenario_id", "domain", "requester", "item_id", "owner", "label",
-            "retrieved", "score", "rank", "abstraction_retrieved", "pool_rank"]
+            "retrieved", "score", "score_task", "score_role_task", "rank",
+            "abstraction_retrieved", "pool_rank", "pool_size"]
     return out[cols]
+
+
+def _board_sizes(lab: LabSet) -> dict[str, dict[str, int]]:
+    """Policy -> scenario id -> cards on the board in that state: nothing (b), every shareable
+    item (c), and every abstraction as well (d)."""
+    shareable = {s.scenario_id: sum(i.label == "shareable" for i in s.items) for s in lab.scenarios}
+    abstractions = {s.scenario_id: sum(bool(i.abstraction) for i in s.items)
+                    for s in lab.scenarios}
+    return {
+        "b_bureau_closed": dict.fromkeys(shareable, 0),
+        "c_bureau_published": shareable,
+        "d_bureau_abstractions": {sid: n + abstractions[sid] for sid, n in shareable.items()},
+    }
 
 
 def leaked_contents(result: LabResult, policy: str) -> pd.DataFrame:
