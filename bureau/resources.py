@@ -13,6 +13,7 @@ This module is the one place that knows both layouts; every caller asks :func:`s
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -64,3 +65,24 @@ def shipped_root() -> Path:
 def shipped_path(*parts: str) -> Path:
     """A shipped file or directory, e.g. ``shipped_path("data", "magpie_mini")``."""
     return shipped_root().joinpath(*parts)
+
+
+def external_dataset(label: str, env_var: str, *shared: str, hint: str) -> Path:
+    """A benchmark the project never vendors (licence and size): ``$env_var`` if set, else
+    ``../shared/datasets/<shared...>`` beside a source checkout. The one rule for both lab
+    benchmarks, with errors that name the variable and the path that was tried."""
+    from .errors import ScenarioError
+
+    env = os.environ.get(env_var)
+    if env:
+        path = Path(env).expanduser()
+        if not path.exists():
+            raise ScenarioError(f"{env_var} points to {path}, which does not exist.", hint=hint)
+        return path
+    root = checkout_root()
+    if root is None:  # an installed package has no clone to look beside
+        raise ScenarioError(f"{label} not found: {env_var} is unset (Bureau is installed).", hint)
+    path = root.parent.joinpath("shared", "datasets", *shared)
+    if not path.exists():
+        raise ScenarioError(f"{label} not found: {env_var} is unset and {path} is missing.", hint)
+    return path

@@ -125,7 +125,7 @@ from bureau.leakage.magpie import (
     MagpieItem,
     MagpieScenario,
 )
-from bureau.resources import checkout_root
+from bureau.resources import external_dataset
 
 Label = Literal["shareable", "private"]
 Category = Literal["cross_domain", "mediated_comm", "cross_user"]
@@ -402,23 +402,7 @@ def default_agentsocialbench_path() -> Path:
 
     The dataset is never vendored into the repository (licence and size), so it has to be found.
     """
-    env = os.environ.get(ENV_VAR)
-    if env:
-        path = Path(env).expanduser()
-        if not path.exists():
-            raise ScenarioError(f"{ENV_VAR} points to {path}, which does not exist.", hint=GET_IT)
-        return path
-    root = checkout_root()
-    if root is None:  # an installed package has no clone to look beside
-        raise ScenarioError(
-            f"AgentSocialBench not found: {ENV_VAR} is unset (Bureau is installed).", GET_IT
-        )
-    path = root.parent / "shared" / "datasets" / "agentsocialbench"
-    if not path.exists():
-        raise ScenarioError(
-            f"AgentSocialBench not found: {ENV_VAR} is unset and {path} is missing.", GET_IT
-        )
-    return path
+    return external_dataset("AgentSocialBench", ENV_VAR, "agentsocialbench", hint=GET_IT)
 
 
 def load_agentsocialbench(

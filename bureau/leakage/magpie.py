@@ -64,7 +64,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from bureau.errors import ScenarioError
-from bureau.resources import checkout_root
+from bureau.resources import external_dataset
 
 Label = Literal["shareable", "private"]
 PrivateKey = Literal["private_preferences", "private_information"]
@@ -287,19 +287,7 @@ def default_magpie_path() -> Path:
 
     The dataset is never vendored into the repository (licence and size), so it has to be found.
     """
-    env = os.environ.get(ENV_VAR)
-    if env:
-        path = Path(env).expanduser()
-        if not path.exists():
-            raise ScenarioError(f"{ENV_VAR} points to {path}, which does not exist.", hint=GET_IT)
-        return path
-    root = checkout_root()
-    if root is None:  # an installed package has no clone to look beside
-        raise ScenarioError(f"MAGPIE not found: {ENV_VAR} is unset (Bureau is installed).", GET_IT)
-    path = root.parent / "shared" / "datasets" / "magpie" / TSV_NAME
-    if not path.exists():
-        raise ScenarioError(f"MAGPIE not found: {ENV_VAR} is unset and {path} is missing.", GET_IT)
-    return path
+    return external_dataset("MAGPIE", ENV_VAR, "magpie", TSV_NAME, hint=GET_IT)
 
 
 def load_magpie(path: str | os.PathLike[str] | None = None) -> MagpieDataset:
