@@ -31,8 +31,8 @@ SCENARIO_LESSONS = [NB_DIR / n for n in (
 OTHER_SCENARIOS = ["the-mole", "ward-seven"]
 WORKED_EXAMPLE = ("suspect", "0427", "footprint", "cctv", "safe-code")
 """Safe-combination names no output may show when a lesson runs with another scenario."""
-KNOWN_UNUSED_IMPORTS = {"04_attacks.ipynb": {"BOARD", "make_spaces"}}
-"""Left over in a lesson this change does not edit; a cleanup there needs no change here."""
+KNOWN_UNUSED_IMPORTS: dict[str, set[str]] = {}
+"""Imports a lesson may leave unused (none: every lesson imports only what it uses)."""
 
 
 def _nbtool():
