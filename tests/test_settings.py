@@ -373,7 +373,11 @@ except RuntimeError as exc:
     out["lock"] = str(exc)
 
 data = b.settings.data_dir
-mode = lambda p: stat.S_IMODE(p.stat().st_mode)
+def mode(p):  # a file seekdb removes while we list (a -wal after a checkpoint) has no mode
+    try:
+        return stat.S_IMODE(p.stat().st_mode)
+    except FileNotFoundError:
+        return 0
 out["modes"] = {
     "data_dir": mode(data),
     "logs": mode(data / "logs"),
