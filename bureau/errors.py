@@ -147,3 +147,83 @@ class AuditTamperedError(DamagedDataError):
     """The audit ledger's hash chain does not hold: an entry was changed, removed or reordered."""
 
     hint = "Restore the ledger from a backup; the message names the first entry that fails."
+
+
+# -- trust tiers (issue 14) -------------------------------------------------------------------
+class UnknownTierError(InvalidArgumentError):
+    """A tier name that is not ephemeral, session or long-term (or not allowed there)."""
+
+
+class UnknownRunError(BureauError):
+    """No such run in this case (a bad run id, or one of another case or role)."""
+
+    hint = "Start a run with case.start_run(role); list live runs with case.runs()."
+
+
+class RunEndedError(UnknownRunError):
+    """The run has ended (here, in another process, or swept after its process died): its
+    ephemeral cards are gone and it accepts nothing more."""
+
+    hint = "Start a new run with case.start_run(role)."
+
+
+class PromotionNotApprovedError(BureauError):
+    """Untrusted content (tool output) is never promoted without an approval step."""
+
+    hint = ("Review the card, then promote it with case.promote(role, card_id, "
+            "approved_by='<your name>'), or end the run with a narrow, audited "
+            "PromotionRule: run.end(promote=rule).")
+
+
+# -- shared task scopes (issue 14) ---------------------------------------------------------------
+class TaskScopeError(BureauError):
+    """Base class of every refusal about a shared task scope."""
+
+
+class UnknownTaskScopeError(TaskScopeError):
+    """The role is not an accepted member of a live scope of that name.
+
+    Deliberately the same words whether the scope exists (and the role is not in it, or only
+    invited, or was removed) or not: a refusal must not tell a non-member that a scope exists.
+    """
+
+    hint = ("Ask the scope's owner for an invitation and accept it with case.accept(name, role); "
+            "case.my_scopes(role) lists the scopes you belong to.")
+
+
+class NoInvitationError(TaskScopeError):
+    """Accepting or declining without a pending invitation (same words for a missing scope)."""
+
+    hint = "Only an invitation the owner sent can be accepted or declined: see case.inbox(role)."
+
+
+class NotScopeOwnerError(TaskScopeError):
+    """A member tried to manage a scope; only its owner invites, removes, transfers, archives
+    and deletes."""
+
+    hint = "Ask the owner (case.scope_info(name, role).owner) to do it, or to transfer the scope."
+
+
+class ScopeArchivedError(TaskScopeError):
+    """The scope is archived: read-only for its members, no writes, no membership changes."""
+
+    hint = "Read it with case.scope_read/scope_keys; its owner may still delete it."
+
+
+class ScopeExistsError(TaskScopeError):
+    """A case already has (or had) a scope of that name; names are never reused in a case."""
+
+    hint = "Pick another scope name."
+
+
+class MembershipError(TaskScopeError):
+    """A membership change that does not fit the members' states (e.g. inviting a member,
+    removing the owner, transferring to someone who has not accepted)."""
+
+    hint = "Check case.scope_info(name, role) for the members and pending invitations."
+
+
+class UnknownScopeKeyError(TaskScopeError):
+    """A member asked for a key nobody has written in that scope."""
+
+    hint = "List the keys with case.scope_keys(name, role)."

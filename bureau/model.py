@@ -8,7 +8,7 @@ asked for it: a leak must look like a leak.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -55,13 +55,25 @@ class MemoryCard:
     """What kind of information the card holds (``access-code``, ``alibi``, ...), for policies."""
     abstraction: str | None = None
     """A safe summary the owner wrote: what a mediator may release instead of the content."""
+    # -- trust tiers (issue 14; see bureau.tiers): as read from the store, None on a hand-made card
+    tier: str | None = None
+    """``ephemeral`` (one run), ``session`` or ``long-term`` (see :mod:`bureau.tiers`)."""
+    provenance: str | None = None
+    """``seed``, ``whisper``, ``tool-output``, ``promotion`` or ``publication``."""
+    trust: str | None = None
+    """``trusted`` or ``untrusted`` (tool output, also once promoted): untrusted text reaches a
+    responder only as data, never as instructions."""
+    promoted_from: str | None = None
+    """The id of the card a promotion copied."""
+    tool_source: str | None = None
+    """Where tool output came from, as the tool reported it (a URL or a tool name)."""
 
     @property
     def is_board_copy(self) -> bool:
         return self.owner == BOARD
 
     def with_score(self, score: float) -> MemoryCard:
-        return MemoryCard(**{**asdict(self), "score": score})
+        return replace(self, score=score)
 
     def snippet(self, width: int = 80) -> str:
         text = " ".join(self.content.split())
@@ -102,6 +114,9 @@ class RetrievalTrace:
     """Which responder phrased the answer (e.g. "evidence", "llm")."""
     shared_query: bool = True
     """True when one filtered query searched every scope (the default); False: one per scope."""
+    tiers: tuple[str, ...] = ("session", "long-term")
+    """Which memory tiers were searched (issue 14): a role's session and long-term memory, plus
+    ``ephemeral`` inside a run (its own run's scope only)."""
 
     @property
     def searched_scopes(self) -> list[str]:
@@ -132,6 +147,7 @@ class RetrievalTrace:
             "latency_ms": {**self.latency_by_scope(), "embed": self.embed_ms, "total": self.total_ms},
             "mode": self.mode,
             "shared_query": self.shared_query,
+            "tiers": list(self.tiers),
         }
 
 

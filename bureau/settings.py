@@ -122,6 +122,17 @@ def check_limit(
     return int(value)
 
 
+def check_threshold(
+    value: object, label: str = "threshold", error: type[BureauError] = InvalidArgumentError
+) -> float:
+    """A per-request relevance threshold: a finite cosine from -1 to 1 (-1: every card of the
+    top-k counts as evidence)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
+            float(value)) or not -1.0 <= float(value) <= 1.0:
+        raise error(f"{label} must be a number from -1 to 1, not {short_repr(value)}.")
+    return float(value)
+
+
 def _flag(value: object, label: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigurationError(f"{label} must be True or False, not {value!r}.")

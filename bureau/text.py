@@ -39,7 +39,8 @@ def clean_text(text: object, *, what: str = "text", max_chars: int = MAX_CARD_CH
             f"The {what} has {len(stripped):,} characters; the limit is {max_chars:,}.",
             "Split it into shorter facts, one card each.",
         )
-    bad = sorted(
+    # Printable text holds no Cc/Cf/Cs character: only other text needs the per-character scan.
+    bad = [] if stripped.isprintable() else sorted(
         {
             f"U+{ord(ch):04X}"
             for ch in stripped

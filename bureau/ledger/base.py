@@ -31,6 +31,7 @@ from ..errors import AuditTamperedError, CaseExistsError, UnknownCaseError, Unkn
 from ..mediation.audit import GENESIS, canonical, entry_hash, verify_chain
 from ..mediation.grants import Grant
 from ..model import CaseSpace, Event
+from .task_scopes import TASK_SCOPE_SCHEMA, TASK_SCOPE_TABLES, TaskScopeLedger
 
 if TYPE_CHECKING:
     pass
@@ -84,11 +85,17 @@ CREATE INDEX IF NOT EXISTS audit_case ON audit(case_id, seq);
 CREATE TABLE IF NOT EXISTS audit_head (
   id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY, case_id TEXT NOT NULL, token TEXT, role TEXT NOT NULL,
+  owner TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL
+);
+CREATE INDEX IF NOT EXISTS runs_case ON runs(case_id, role);
 CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
 """
+SCHEMA += TASK_SCOPE_SCHEMA  # shared task scopes (issue 14): bureau/ledger/task_scopes.py
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,24 @@ class Publication:
     created_at: float
     updated_at: float
     error: str | None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a role (issue 14): its ephemeral cards live under ``run:<run_id>:<role>``.
+
+    ``owner`` is the process that started it (:data:`PROCESS_TOKEN`): when that process is gone,
+    the next open sweeps the run. ``ended_at`` is set when an end began: from then on the run
+    accepts no more writes, and its row goes once its cards are verified gone.
+    """
+
+    run_id: str
+    case_id: str
+    token: str | None
+    role: str
+    owner: str
+    started_at: float
+    ended_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -215,7 +240,7 @@ class Tx:
         return dict(row) if row is not None else None
 
 
-class BaseLedger:
+class BaseLedger(TaskScopeLedger):
     """Every rule of the ledger, over any DB-API backend (see the subclasses for connections)."""
 
     prefix = ""
@@ -224,7 +249,8 @@ class BaseLedger:
     """Row-lock suffix for SELECTs inside a write transaction (SQLite locks the whole file)."""
     insert_ignore = "INSERT OR IGNORE"
     case_tables: tuple[str, ...] = ("cases", "events", "publications", "cleanup_tasks",
-                                    "card_limits", "grants", "budget")
+                                    "card_limits", "grants", "budget", "runs",
+                                    *TASK_SCOPE_TABLES)
     """Tables whose rows belong to one case (deleted with it). The audit ledger is not one of
     them: it is append-only and outlives the cases it describes."""
     integrity_errors: tuple[type[BaseException], ...] = (sqlite3.IntegrityError,)
@@ -303,6 +329,8 @@ class BaseLedger:
             db.run(f"DELETE FROM {self._t('publications')} WHERE case_id = ?", (case_id,))
             db.run(f"DELETE FROM {self._t('cleanup_tasks')} WHERE case_id = ?", (case_id,))
             for table in ("card_limits", "grants", "budget"):  # the cards they name are gone
+                db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ?", (case_id,))
+            for table in TASK_SCOPE_TABLES:  # task scopes live in the purged namespace too
                 db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ?", (case_id,))
         return old
 
@@ -746,3 +774,41 @@ class BaseLedger:
         if isinstance(result, str):
             raise AuditTamperedError(f"The audit ledger {self!r} fails its hash chain: {result}.")
         return result
+
+    # -- trust tiers: runs (issue 14) ----------------------------------------------------------
+    def add_run(self, run_id: str, case_id: str, token: str | None, role: str) -> RunRecord:
+        """Record a run owned by this process, while the case is still the incarnation ``token``
+        (before any of its cards is written, so every ephemeral card has a row to sweep by)."""
+        now = time.time()
+        with self.tx(write=True) as db:
+            self._live(db, case_id, token)
+            db.run(f"INSERT INTO {self._t('runs')} (run_id, case_id, token, role, owner,"
+                   " started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                   (run_id, case_id, token, role, PROCESS_TOKEN, now))
+        return RunRecord(run_id, case_id, token, role, PROCESS_TOKEN, now, None)
+
+    def run_record(self, run_id: str) -> RunRecord | None:
+        with self.tx() as db:
+            row = db.one(f"SELECT * FROM {self._t('runs')} WHERE run_id = ?", (run_id,))
+        return RunRecord(**row) if row else None
+
+    def runs(self, case_id: str | None = None) -> list[RunRecord]:
+        """Every recorded run (of one case), oldest first."""
+        q = f"SELECT * FROM {self._t('runs')}"
+        with self.tx() as db:
+            rows = (db.all(q + " ORDER BY started_at") if case_id is None else
+                    db.all(q + " WHERE case_id = ? ORDER BY started_at", (case_id,)))
+        return [RunRecord(**r) for r in rows]
+
+    def end_run(self, run_id: str) -> RunRecord | None:
+        """Mark a run as ending (no more writes); the record, or None if it is gone."""
+        with self.tx(write=True) as db:
+            db.run(f"UPDATE {self._t('runs')} SET ended_at = ? WHERE run_id = ? AND"
+                   " ended_at IS NULL", (time.time(), run_id))
+            row = db.one(f"SELECT * FROM {self._t('runs')} WHERE run_id = ?", (run_id,))
+        return RunRecord(**row) if row else None
+
+    def drop_run(self, run_id: str) -> bool:
+        """Forget a run once its ephemeral cards are verified gone."""
+        with self.tx(write=True) as db:
+            return db.run(f"DELETE FROM {self._t('runs')} WHERE run_id = ?", (run_id,)).rowcount == 1

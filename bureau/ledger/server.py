@@ -20,6 +20,7 @@ import pymysql.cursors
 from ..errors import ConfigurationError
 from ..settings import ServerSettings
 from .base import BaseLedger, Tx
+from .task_scopes import TASK_SCOPE_SERVER_SCHEMA
 
 SERVER_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS {p}cases (
@@ -73,6 +74,11 @@ SERVER_SCHEMA = (
       kind VARCHAR(32) NOT NULL, action VARCHAR(32), entry LONGTEXT NOT NULL,
       prev_hash CHAR(64) NOT NULL, hash CHAR(64) NOT NULL, KEY {p}audit_case (case_id, seq)
     )""",
+    """CREATE TABLE IF NOT EXISTS {p}runs (
+      run_id VARCHAR(32) NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
+      token VARCHAR(32), role VARCHAR(64) NOT NULL, owner VARCHAR(255) NOT NULL,
+      started_at DOUBLE NOT NULL, ended_at DOUBLE, KEY {p}runs_case (case_id, role)
+    )""",
     """CREATE TABLE IF NOT EXISTS {p}audit_head (
       id INT NOT NULL PRIMARY KEY, seq BIGINT NOT NULL, hash CHAR(64) NOT NULL
     )""",
@@ -99,7 +105,7 @@ class ServerLedger(BaseLedger):
         self._local = threading.local()
         try:
             with self.tx(write=True) as db:
-                for ddl in SERVER_SCHEMA:
+                for ddl in (*SERVER_SCHEMA, *TASK_SCOPE_SERVER_SCHEMA):
                     try:
                         db.run(ddl.format(p=self.prefix))
                     except pymysql.err.OperationalError as exc:

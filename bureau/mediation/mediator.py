@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ..tiers.provenance import parse_run_owner
 from .abstraction import Abstractor, abstracted, leaked_terms
 from .grants import Grant, best_grant
 from .invocation import Invocation
@@ -57,7 +58,11 @@ DEFAULT_REASON = {"reveal": "owner-policy-allows", "abstract": "sensitive-detail
 
 
 def memory_owner(card: MemoryCard) -> str:
-    """Whose memory a card is: its owner, or for a board copy the role that published it."""
+    """Whose memory a card is: its owner, or for a board copy the role that published it, or
+    for a run's ephemeral card the role whose run it is."""
+    run = parse_run_owner(card.owner)
+    if run is not None:
+        return run[1]
     return card.source_role if card.owner == BOARD and card.source_role else card.owner
 
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ..task_scopes import scope_name_of
+from ..tiers import is_untrusted
 
 UNKNOWN = "I don't know."
 
@@ -25,9 +27,18 @@ class Responder(Protocol):
 
 
 def _source(card: MemoryCard) -> str:
+    if is_untrusted(card):  # tool output (issue 14): named as such, its text quoted as data
+        return f"untrusted tool output from {card.tool_source or 'a tool'} (quoted, unverified)"
     if card.owner == BOARD:
         return f"the bulletin board (published by {card.source_role})"
+    if scope_name_of(card.owner):  # a shared task scope's value (issue 14)
+        return f"the task scope {scope_name_of(card.owner)} (written by {card.source_role})"
     return "my private notes"
+
+
+def _text(card: MemoryCard) -> str:
+    """A card's text as the answer shows it: untrusted text only inside quotation marks."""
+    return f"“{card.content}”" if is_untrusted(card) else card.content
 
 
 class EvidenceResponder:
@@ -44,7 +55,7 @@ class EvidenceResponder:
         if not evidence:
             return Answer(UNKNOWN, False, (), self.name, trace)
         best = sorted(evidence, key=lambda c: -(c.score or 0.0))[: self.max_cited]
-        lines = [f"According to {_source(best[0])}: {best[0].content}"]
+        lines = [f"According to {_source(best[0])}: {_text(best[0])}"]
         for extra in best[1:]:
-            lines.append(f"Also, from {_source(extra)}: {extra.content}")
+            lines.append(f"Also, from {_source(extra)}: {_text(extra)}")
         return Answer(" ".join(lines), True, tuple(c.id for c in best), self.name, trace)

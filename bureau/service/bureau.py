@@ -32,6 +32,7 @@ from ..settings import Settings
 from ..text import clean_case_id, short_repr
 from .assembly import assemble, reconfigure
 from .case import Case
+from .runs import sweep_runs
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Bureau:
         self._listeners: list[Listener] = []
         self._cases: dict[str, Case] = {}
         self.check_store()
+        self.sweep_runs()
         # Board copies whose deletion failed earlier (in any process): retry now. A damaged
         # case fails alone, when it is touched; it must not keep every other case closed.
         for task_case in sorted({t.case_id for t in self.ledger.cleanup_tasks()}):
@@ -98,6 +100,23 @@ class Bureau:
             )
         return {"swept": swept, "unknown": 0}
 
+    def sweep_runs(self) -> int:
+        """End every run whose process died (killed mid-run): purge its ephemeral scope,
+        verified, and drop its row (issue 14). Runs on every open; returns the cards deleted."""
+        try:
+            swept = sweep_runs(self.gateway, self.ledger)
+        except BureauError as exc:  # a damaged case must not keep the bureau closed
+            log.warning("runs were not swept on open: %s", exc)
+            return 0
+        for rec, deleted in swept:
+            try:
+                self._emit_many(rec.case_id, [("run.ended", {
+                    "run_id": rec.run_id, "role": rec.role, "deleted": deleted, "promoted": 0,
+                    "swept": True})], rec.token)
+            except BureauError:  # the case was deleted meanwhile: nobody reads its events
+                pass
+        return sum(n for _, n in swept)
+
     @classmethod
     def open(
         cls,
@@ -119,6 +138,7 @@ class Bureau:
             if inst is not None:
                 # The same store: apply what may change, refuse (naming it) what may not.
                 reconfigure(inst._parts, settings)
+                inst.sweep_runs()
                 return inst
             inst = cls(settings)
             cls._instance = inst
@@ -293,6 +313,7 @@ class Bureau:
         if cached is not None and cached.token == record.token:
             return cached
         case = self._cases[case_id] = Case(self, record, self._read_scenario(record))
+        case.sweep_runs()  # runs of a process that died since (issue 14)
         return case
 
     def cases(self) -> list[CaseRecord]:

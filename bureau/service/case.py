@@ -23,8 +23,9 @@ from ..errors import (
     UnknownCardError,
     UnknownCaseError,
     UnknownRoleError,
+    UnknownRunError,
 )
-from ..ledger import CaseRecord
+from ..ledger import CaseRecord, RunRecord
 from ..mediation import DecidingMediator, released
 from ..mediation.audit import COLUMNS as AUDIT_COLUMNS
 from ..mediation.grants import Grant
@@ -34,9 +35,36 @@ from ..mediation.policy import ACTIONS
 from ..model import BOARD, Answer, CaseSpace, Event, MemoryCard, RetrievalTrace, ScopeResult
 from ..scenario import Scenario
 from ..scopes import readable_scopes
-from ..settings import check_limit
+from ..settings import check_limit, check_threshold
+from ..task_scopes import (
+    InboxPage,
+    Membership,
+    ScopeValue,
+    ScopeWrite,
+    TaskScope,
+    WriteResult,
+)
 from ..text import MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
+from ..tiers import (
+    LONG_TERM,
+    ROLE_TIERS,
+    SEARCHED_IN_RUN,
+    SEARCHED_OUTSIDE_RUN,
+    TRUSTED,
+    Labels,
+    check_tier,
+)
 from .publish import Publisher
+from .runs import (
+    Run,
+    check_run_id,
+    delete_session_cards,
+    find_promotable,
+    new_run_id,
+    promote_card,
+    sweep_runs,
+)
+from .shared_scopes import SharedScopes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,8 +132,10 @@ class Case:
         )
 
     def scopes_for(self, role: str) -> list[str]:
-        """The only spaces a role may search (see :mod:`bureau.scopes`)."""
-        return readable_scopes(self.role(role))
+        """The only spaces a role may search (see :mod:`bureau.scopes`): its own, the board, and
+        the shared task scopes it is an accepted member of (read from the ledger now)."""
+        role = self.role(role)
+        return readable_scopes(role, tuple(SharedScopes(self).view(role)))
 
     def _seed(self) -> None:
         gw = self.bureau.gateway
@@ -114,7 +144,8 @@ class Case:
         events: list[tuple[str, dict[str, Any]]] = []
         for role, mems in self.scenario.memories.items():
             items = [(m.content, {"visibility": "private", "topic": m.topic, "kind": m.kind,
-                                  "seed_key": m.key, **m.labels()}) for m in mems]
+                                  "seed_key": m.key, **m.labels(),
+                                  **Labels(LONG_TERM, "seed", TRUSTED).meta()}) for m in mems]
             for card in gw.add_many(space, role, items):
                 events.append(("memory.created", _public_meta(card)))
         events.append(("case.seeded", {"cards": len(events)}))
@@ -124,11 +155,15 @@ class Case:
     def whisper(
         self, role: str, text: str, topic: str = "general", kind: str = "note", *,
         sensitivity: str | None = None, info_type: str | None = None,
-        abstraction: str | None = None,
+        abstraction: str | None = None, tier: str = "session",
     ) -> MemoryCard:
         """Write a fact into one role's private memory, optionally with the labels purpose-bound
-        policies match on and a safe abstraction (see :mod:`bureau.mediation`)."""
+        policies match on and a safe abstraction (see :mod:`bureau.mediation`).
+
+        ``tier``: ``session`` (default; :meth:`end_session` deletes it) or ``long-term``. A
+        whisper is trusted operator input (provenance ``whisper``)."""
         role = self.role(role)
+        tier = check_tier(tier, ROLE_TIERS, "whisper tier")
         content = clean_text(text, what="whisper")
         topic = clean_name(topic, what="topic")
         kind = clean_name(kind, what="kind")
@@ -139,24 +174,34 @@ class Case:
             meta["info_type"] = clean_name(info_type, what="info_type")
         if abstraction is not None:
             meta["abstraction"] = clean_text(abstraction, what="abstraction")
+        meta.update(Labels(tier, "whisper", TRUSTED).meta())
         card = self.bureau.gateway.add(self.space, role, content, meta)
         self._emit("memory.whispered", _public_meta(card))
         return card
 
-    def retrieve(self, role: str, question: str, limit: int | None = None) -> RetrievalTrace:
+    def retrieve(self, role: str, question: str, limit: int | None = None, *,
+                 run: Run | None = None) -> RetrievalTrace:
         """Search exactly the role's private space and the board; the X-ray of that search.
 
-        ``limit`` cards per scope (default: the ``search_limit`` setting).
+        ``limit`` cards per scope (default: the ``search_limit`` setting). ``run``: one of this
+        role's live runs, whose ephemeral scope is searched too (see :meth:`start_run`); without
+        it no ephemeral scope is ever searched.
         """
-        trace = self._search(role, question, limit)
+        scope = self._run_scope(role, run)
+        trace = self._search(role, question, limit, run_scope=scope)
         self._emit("retrieval.completed", trace.summary())
         return trace
 
     def _search(
         self, role: str, question: str, limit: int | None = None,
-        view: tuple[CaseSpace, Dead] | None = None,
+        view: tuple[CaseSpace, Dead] | None = None, run_scope: str | None = None,
+        threshold: float | None = None,
     ) -> RetrievalTrace:
-        scopes = self.scopes_for(role)
+        # Shared task scopes the role is a member of now: owner id -> cards showing key values.
+        shown = SharedScopes(self).view(self.role(role))
+        scopes = readable_scopes(self.role(role), tuple(shown))
+        if run_scope is not None:  # a run's own ephemeral scope (trust tiers), searched first
+            scopes = [run_scope, *scopes]
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
         settings = self.bureau.settings
         limit = settings.search_limit if limit is None else check_limit(limit)
@@ -165,6 +210,8 @@ class Case:
         # Revoked and expired cards are dropped before anyone sees them; ask for as many more
         # as there are, so each scope still gets its own top-k of live cards.
         k = limit + sum(1 for owner, _ in dead.values() if owner in scopes)
+        if shown:  # and for task-scope cards that show no current value (see shared_scopes.py)
+            k += SharedScopes(self).hidden(space, shown)
         start = time.perf_counter()
         vector, embed_ms = gw.embed_query(q)
         if settings.query_per_scope:  # exact per-scope latency, one query each (slower)
@@ -175,10 +222,11 @@ class Case:
         else:  # each scope's own top-k; each scope reports the whole search's latency
             found, ms = gw.search_scopes(space, scopes, vector, k)
             timing = dict.fromkeys(scopes, ms)
-        if dead or k != limit:
-            found = {sc: [c for c in cards if c.id not in dead][:limit]
+        if dead or k != limit or shown:
+            found = {sc: [c for c in cards if c.id not in dead
+                          and (sc not in shown or c.id in shown[sc])][:limit]
                      for sc, cards in found.items()}
-        thr = settings.relevance_threshold
+        thr = settings.relevance_threshold if threshold is None else threshold
         results = [
             ScopeResult(
                 scope,
@@ -194,45 +242,59 @@ class Case:
             role=role,
             question=q,
             scopes=tuple(results),
-            threshold=settings.relevance_threshold,
+            threshold=thr,
             embed_ms=round(embed_ms, 3),
             total_ms=round((time.perf_counter() - start) * 1000, 3),
             mode=self.bureau.responder.name,
             shared_query=not settings.query_per_scope,
+            tiers=SEARCHED_IN_RUN if run_scope is not None else SEARCHED_OUTSIDE_RUN,
         )
         return trace
 
     def interrogate(
         self, role: str, question: str, *, requester: str | None = None,
         recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
+        run: Run | None = None,
     ) -> Answer:
         """Ask a role a question; it answers only from evidence the service handed it.
 
         ``requester``, ``recipient``, ``task`` and ``purpose`` describe the invocation a
         purpose-bound mediator decides on (defaults: the role asks for itself, for an answer);
         without a policy they change nothing. :meth:`consult` also returns the decisions.
+        ``run``: within one of this role's live runs (its ephemeral scope is searched too).
         """
         return self.consult(role, question, requester=requester, recipient=recipient,
-                            task=task, purpose=purpose).answer
+                            task=task, purpose=purpose, run=run).answer
 
     def consult(
         self, role: str, question: str, *, requester: str | None = None,
         recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
+        run: Run | None = None, limit: int | None = None, threshold: float | None = None,
     ) -> Mediation:
         """Interrogate, and return the invocation, one decision per relevant card (withhold,
-        abstract or reveal, with reason codes) and the answer built from what was released."""
+        abstract or reveal, with reason codes) and the answer built from what was released.
+
+        ``limit``: cards per scope the search may hand the mediator (default: the
+        ``search_limit`` setting), as for :meth:`retrieve`. ``threshold``: the relevance a card
+        needs to count as evidence (default: the ``relevance_threshold`` setting; -1 hands the
+        mediator every card of the top-k: the leakage lab's headline reading). Neither widens
+        what the role may search: both only choose among cards of its own scopes.
+        """
         role = self.role(role)
+        scope = self._run_scope(role, run)
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
+        limit = None if limit is None else check_limit(limit)
+        threshold = None if threshold is None else check_threshold(threshold)
         inv = Invocation.make(self.id, role, q, requester=requester, recipient=recipient,
                               task=task, purpose=purpose)
         mediator = self.bureau.mediator
         if not isinstance(mediator, DecidingMediator):
-            trace = self._search(role, q)
+            trace = self._search(role, q, limit, run_scope=scope, threshold=threshold)
             evidence = released(trace, mediator.mediate(self, role, trace))
             answer = self._answer(role, trace, evidence)
             self._emit_many(_answer_events(role, trace, answer))
             return Mediation(inv, (), answer)
-        return self._mediated(inv, mediator)
+        return self._mediated(inv, mediator, scope, limit, threshold)
 
     def _answer(self, role: str, trace: RetrievalTrace, evidence: list[MemoryCard]) -> Answer:
         answer = self.bureau.responder.respond(role, trace.question, evidence, trace)
@@ -240,7 +302,9 @@ class Case:
             raise AssertionError("A responder cited a card it was not handed.")
         return answer
 
-    def _mediated(self, inv: Invocation, mediator: DecidingMediator) -> Mediation:
+    def _mediated(self, inv: Invocation, mediator: DecidingMediator,
+                  run_scope: str | None = None, limit: int | None = None,
+                  threshold: float | None = None) -> Mediation:
         """Decide on ledger state read in one transaction; write budget, audit and events in
         one more. If another holder spent the same budget meanwhile, decide again."""
         ledger = self.bureau.ledger
@@ -251,7 +315,9 @@ class Case:
             if record is None or record.token != self.token:
                 raise UnknownCaseError(f"Case {self.id} no longer exists (it was deleted).")
             if trace is None:
-                trace = self._search(inv.owner, inv.query, view=(record.space, dead))
+                trace = self._search(inv.owner, inv.query, limit, view=(record.space, dead),
+                                     threshold=threshold,
+                                     run_scope=run_scope)
             hits = [c for c in trace.hits if c.id not in dead]
             decisions = mediator.decide(inv, hits, MediationContext(now, tuple(grants), spent))
             evidence = released(trace, [d.card for d in decisions if d.card is not None])
@@ -423,6 +489,80 @@ class Case:
             rows.append(row)
         return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
 
+    # -- trust tiers: runs, promotion, session end (issue 14; rules in bureau.tiers) ----------
+    def start_run(self, role: str) -> Run:
+        """Start a run of ``role``: a scope for untrusted tool output that only this run's own
+        retrievals search, deleted (verified) when the run ends -- also when its process dies
+        (the next open sweeps it). Use ``with case.start_run(role) as run:``."""
+        role = self.role(role)
+        record = self.bureau.ledger.add_run(new_run_id(), self.id, self.token, role)
+        self._emit("run.started", {"run_id": record.run_id, "role": role})
+        return Run(self, record, self._emit_many)
+
+    def run(self, run_id: str) -> Run:
+        """Reattach to a live run of this case by id (also one started by another process)."""
+        rid = check_run_id(run_id)
+        self.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        record = self.bureau.ledger.run_record(rid)
+        if record is None or record.case_id != self.id or record.token != self.token:
+            raise UnknownRunError(f"Case {self.id} has no run {short_repr(run_id)}.")
+        handle = Run(self, record, self._emit_many)
+        handle.check_live()  # RunEndedError while an end is under way
+        return handle
+
+    def runs(self) -> list[RunRecord]:
+        """Live runs of this case (operator view: ids, roles, owning process, start time)."""
+        self.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        return [r for r in self.bureau.ledger.runs(self.id) if r.token == self.token]
+
+    def sweep_runs(self) -> int:
+        """End the runs of this case whose process died (what every open does); returns how
+        many ephemeral cards were deleted."""
+        swept = sweep_runs(self.bureau.gateway, self.bureau.ledger, self.id)
+        if swept:
+            self._emit_many([("run.ended", {"run_id": r.run_id, "role": r.role, "deleted": n,
+                                            "promoted": 0, "swept": True}) for r, n in swept])
+        return sum(n for _, n in swept)
+
+    def _run_scope(self, role: str, run: Run | None) -> str | None:
+        """The ephemeral scope a read may add: only a live run of this very role and case."""
+        if run is None:
+            return None
+        role = self.role(role)
+        if not isinstance(run, Run):
+            raise InvalidArgumentError(f"run must be a Run from case.start_run, not "
+                                       f"{short_repr(run)}.")
+        if run.case_id != self.id or run.token != self.token or run.role != role:
+            raise UnknownRunError(f"Run {run.id} is not a run of {role} in case {self.id}.")
+        run.check_live()
+        return run.owner_id
+
+    def promote(self, role: str, card_id: str, *, tier: str = "long-term",
+                approved_by: str | None = None) -> MemoryCard:
+        """Copy one of ``role``'s cards (its own, or tool output of one of its live runs) one
+        tier up into its own space, and audit it.
+
+        Untrusted content (tool output) needs ``approved_by`` (who reviewed it), else
+        ``PromotionNotApprovedError``; the copy keeps its trust, so it still reaches responders
+        as data. Provenance ``promotion``, ``promoted_from`` = the original's id.
+        """
+        role = self.role(role)
+        check_tier(tier, ROLE_TIERS, "promotion tier")
+        approver = None if approved_by is None else clean_name(approved_by, what="approver")
+        space, dead = self._view()
+        card = None if str(card_id) in dead else find_promotable(self, space, role, str(card_id))
+        if card is None:
+            raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case {self.id}.")
+        return promote_card(self, role, card, self._emit_many, tier=tier, approved_by=approver)
+
+    def end_session(self, role: str) -> int:
+        """End ``role``'s session: delete its session-tier cards (verified); long-term memory,
+        the board and runs stay. Returns the number of cards deleted."""
+        role = self.role(role)
+        deleted = delete_session_cards(self.bureau.gateway, self.space, role)
+        self._emit("session.ended", {"role": role, "deleted": deleted})
+        return deleted
+
     # -- operator views (privileged: the bureau chief sees every space) ----------------------
     def spaces(self) -> dict[str, list[MemoryCard]]:
         """Every role's private cards and the board, oldest first."""
@@ -448,21 +588,31 @@ class Case:
         vector, _ = gw.embed_query(q)
         thr = self.bureau.settings.relevance_threshold
         lim = self.bureau.settings.search_limit + len(dead)
+        scopes = SharedScopes(self)
+        shown = scopes.view(None)  # every live task scope: owner id -> cards showing values
+        lim += scopes.hidden(space, shown) if shown else 0
 
         def relevant(scope: str) -> bool:
             cards, _ = gw.search_scope(space, scope, vector, lim)
-            return any((c.score or 0) >= thr for c in cards if c.id not in dead)
+            return any((c.score or 0) >= thr for c in cards if c.id not in dead
+                       and (scope not in shown or c.id in shown[scope]))
 
         board = relevant(BOARD)
-        return [r for r in self.role_names if board or relevant(r)]
+        members = scopes.members_of() if shown else {}
+        in_scopes = {r for owner in shown if relevant(owner) for r in members.get(owner, ())}
+        return [r for r in self.role_names if board or r in in_scopes or relevant(r)]
 
     # -- role and outward read paths (see read_paths.py) --------------------------------------
     def cards(self, role: str) -> list[MemoryCard]:
-        """What a role may list: its own private cards and the board (live ones)."""
+        """What a role may list: its own private cards, the board and the current values of the
+        task scopes it is an accepted member of (live ones)."""
         role = self.role(role)
         gw = self.bureau.gateway
         space, dead = self._view()
-        return [c for c in gw.list(space, role) + gw.list(space, BOARD) if c.id not in dead]
+        own = [c for c in gw.list(space, role) + gw.list(space, BOARD) if c.id not in dead]
+        shown = SharedScopes(self).view(role)
+        return own + [c for owner, ids in shown.items() for c in gw.list(space, owner)
+                      if c.id in ids and c.id not in dead]
 
     def card(self, role: str, card_id: str) -> MemoryCard:
         """Get one card as a role: its own or a board card, nothing else (nor a revoked one)."""
@@ -474,6 +624,11 @@ class Case:
             card = self.bureau.gateway.get(space, scope, str(card_id))
             if card is not None:
                 return card
+        for owner, ids in SharedScopes(self).view(role).items():  # its task scopes' values
+            if str(card_id) in ids:
+                card = self.bureau.gateway.get(space, owner, str(card_id))
+                if card is not None:
+                    return card
         raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case {self.id}.")
 
     def events(self, since: int = 0) -> list[Event]:
@@ -512,6 +667,89 @@ class Case:
         """A role's memory as JSON-ready data (its own space and the board)."""
         return {"case_id": self.id, "role": self.role(role),
                 "cards": [asdict(c) for c in self.cards(role)]}
+
+    # -- shared task scopes (issue 14; rules in bureau.task_scopes, work in shared_scopes.py) --
+    def create_scope(self, owner: str, name: str) -> TaskScope:
+        """Create a shared task scope owned by the role ``owner`` (its first member).
+
+        Its cards are stored and labelled under ``task:<name>``; members' searches, card lists
+        and exports include it. Names are case-wide and never reused (``ScopeExistsError``).
+        """
+        return SharedScopes(self).create(owner, name)
+
+    def invite(self, name: str, by: str, role: str) -> TaskScope:
+        """The owner ``by`` invites ``role``; it reads and writes nothing until it accepts."""
+        return SharedScopes(self).change("invite", name, by, role)
+
+    def accept(self, name: str, role: str) -> TaskScope:
+        """Accept a pending invitation: from now on the scope is searched for ``role``."""
+        return SharedScopes(self).change("accept", name, role)
+
+    def decline(self, name: str, role: str) -> TaskScope:
+        """Decline a pending invitation."""
+        return SharedScopes(self).change("decline", name, role)
+
+    def remove_member(self, name: str, by: str, role: str) -> TaskScope:
+        """The owner ``by`` removes a member (or withdraws an invitation). It loses access on
+        every read path at once, in every process (membership is read on every request)."""
+        return SharedScopes(self).change("remove", name, by, role)
+
+    def transfer_scope(self, name: str, by: str, to: str) -> TaskScope:
+        """The owner ``by`` hands the scope to ``to``, who must be an accepted member."""
+        return SharedScopes(self).change("transfer", name, by, to)
+
+    def archive_scope(self, name: str, by: str) -> TaskScope:
+        """The owner archives the scope: members still read it; no writes or membership
+        changes from now on."""
+        return SharedScopes(self).change("archive", name, by)
+
+    def delete_scope(self, name: str, by: str) -> TaskScope:
+        """The owner deletes the scope for everyone: its cards are purged (verified) and its
+        name is not used again in this case."""
+        return SharedScopes(self).change("delete", name, by)
+
+    def scope_write(self, name: str, role: str, key: str, text: str, *,
+                    read_version: int | None = None) -> WriteResult:
+        """Write ``text`` under ``key`` as a member, with version ``(read_version or 0) + 1``.
+
+        Pass the version you read (:meth:`scope_read`) to update; omit it for a first write. A
+        write that loses against the key's current value (lower version, or an equal version
+        with an earlier timestamp / lower writer id) comes back with ``stale=True`` and the
+        winning version; it stays in :meth:`scope_history` and the writer's inbox.
+        """
+        return SharedScopes(self).write(name, role, key, text, read_version)
+
+    def scope_read(self, name: str, role: str, key: str) -> ScopeValue:
+        """A key's current value as a member reads it (text, version, writer, timestamp)."""
+        return SharedScopes(self).read(name, role, key)
+
+    def scope_keys(self, name: str, role: str) -> list[str]:
+        """The keys written in a scope, sorted (members only)."""
+        return SharedScopes(self).keys(name, role)
+
+    def scope_history(self, name: str, role: str, key: str) -> list[ScopeWrite]:
+        """Every write of a key, stale ones included, oldest first (members only)."""
+        return SharedScopes(self).history(name, role, key)
+
+    def scope_info(self, name: str, role: str) -> TaskScope:
+        """A scope's owner, state, members and pending invitations (members only)."""
+        return SharedScopes(self).info(name, role)
+
+    def my_scopes(self, role: str) -> list[Membership]:
+        """The role's memberships and pending invitations (of scopes not deleted)."""
+        role = self.role(role)
+        self.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        return self.bureau.ledger.memberships(self.id, role)
+
+    def inbox(self, role: str, cursor: int = 0, limit: int = 100) -> InboxPage:
+        """The role's scope notices after ``cursor``, oldest first; pass ``next_cursor`` back
+        to read on. Notices carry scope names, roles, keys and versions, never text."""
+        return SharedScopes(self).inbox(role, cursor, limit)
+
+    def task_scopes(self) -> list[TaskScope]:
+        """Every task scope of the case, deleted ones too (operator view)."""
+        self.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        return self.bureau.ledger.task_scopes(self.id)
 
 
 def _answer_events(role: str, trace: RetrievalTrace,

@@ -38,6 +38,7 @@ from ..errors import (
 from ..ledger import Publication, is_stale
 from ..model import BOARD, CaseSpace, MemoryCard
 from ..text import short_repr
+from ..tiers import LONG_TERM, Labels, labels
 from . import faults
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,9 @@ def _copy_meta(source: MemoryCard) -> dict[str, str]:
         "source_role": source.owner,
         "source_id": source.id,
         "content_hash": content_hash(source.content),
+        # trust tiers (issue 14): a board copy is durable, published content; it keeps the
+        # trust of its source (approved tool output stays untrusted data on the board too)
+        **Labels(LONG_TERM, "publication", labels(source).trust).meta(),
     }
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnknownCardError
+from ..errors import TaskScopeError, UnknownCardError
 
 if TYPE_CHECKING:
     from . import Case
@@ -32,6 +32,26 @@ def _get_all(case: Case, role: str, probe: str) -> list[Any]:
     return got
 
 
+def _scope_reads(case: Case, role: str, probe: str) -> list[Any]:
+    """Try every scope read on every task scope the case has, as ``role``; keep what is
+    returned (a non-member gets refusals only, issue 14)."""
+    got: list[Any] = []
+
+    def attempt(read: Callable[..., Any], *args: str) -> Any:
+        try:
+            got.append(read(*args))
+            return got[-1]
+        except TaskScopeError:
+            return None
+
+    for scope in case.task_scopes():
+        attempt(case.scope_info, scope.name, role)
+        for key in attempt(case.scope_keys, scope.name, role) or []:
+            attempt(case.scope_read, scope.name, role, key)
+            attempt(case.scope_history, scope.name, role, key)
+    return got
+
+
 ROLE_READ_PATHS: dict[str, Callable[[Case, str, str], Any]] = {
     "search": lambda case, role, probe: case.retrieve(role, probe),
     "interrogate": lambda case, role, probe: case.interrogate(role, probe),
@@ -39,8 +59,12 @@ ROLE_READ_PATHS: dict[str, Callable[[Case, str, str], Any]] = {
     "list": lambda case, role, probe: case.cards(role),
     "get": _get_all,
     "export": lambda case, role, probe: case.export(role),
+    "task-scopes": _scope_reads,
+    "inbox": lambda case, role, probe: case.inbox(role, 0, 1000),
+    "memberships": lambda case, role, probe: case.my_scopes(role),
 }
-"""Reads made *as a role*: may show that role's private cards and the board, nothing else."""
+"""Reads made *as a role*: may show that role's private cards, the board and the task scopes it
+is an accepted member of, nothing else."""
 
 OUTWARD_READ_PATHS: dict[str, Callable[[Case], Any]] = {
     "stage": lambda case: case.stage(),

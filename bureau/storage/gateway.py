@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -28,6 +29,7 @@ from ..embedding import Encoder
 from ..errors import BoundaryViolation
 from ..model import CaseSpace, MemoryCard
 from ..settings import Settings
+from ..tiers.provenance import read_labels
 from .setup import LOCK, open_store, sql_engine, store_key
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 META_KEYS = (
     "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created",
     "sensitivity", "info_type", "abstraction",
+    "tier", "provenance", "trust", "promoted_from", "tool_source",  # trust tiers (issue 14)
 )
 
 
@@ -55,6 +58,18 @@ def _check_row(row: dict[str, Any], uid: str, owner: str | None, what: str) -> d
             f"{row.get('user_id')}/{row.get('agent_id')}."
         )
     return row
+
+
+_SQL_NAME = re.compile(r"[A-Za-z0-9_.:#-]{1,200}")
+
+
+def _sql_name(value: str) -> str:
+    """A namespace or owner id as an SQL string literal. Ids are validated names (case ids,
+    tokens, role and scope names: letters, digits and ``_.:#-``); anything else is refused
+    rather than escaped, so no quoting rule has to be right."""
+    if type(value) is not str or not _SQL_NAME.fullmatch(value):
+        raise BoundaryViolation(f"Refusing to search an unvalidated scope name {value!r}.")
+    return f"'{value}'"
 
 
 def _ts(value: Any) -> str:
@@ -186,6 +201,26 @@ class MemoryGateway:
             raise BoundaryViolation(f"{left} cards of {uid} survived deletion.")
         return deleted
 
+    def purge_owner(self, case: CaseSpace, owner: str, max_rounds: int = 100) -> int:
+        """Delete every card of one owner in one namespace (a run's ephemeral scope), verified
+        with the store's own count; returns how many were deleted."""
+        _, uid = _ids(case)
+        deleted = 0
+        with LOCK:
+            for _ in range(max_rounds):
+                rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
+                                           offset=0)["results"]
+                if not rows:
+                    break
+                for row in rows:
+                    _check_row(row, uid, owner, "purge")
+                    if self.memory.delete(int(row["id"]), user_id=uid, agent_id=owner):
+                        deleted += 1
+            left = int(self.memory.count_all(user_id=uid, agent_id=owner))
+        if left:
+            raise BoundaryViolation(f"{left} cards of {uid}/{owner} survived deletion.")
+        return deleted
+
     # -- reads -------------------------------------------------------------------------------
     def embed_query(self, text: str) -> tuple[np.ndarray, float]:
         """Embed a question; returns (unit vector, ms). The ms reach every outward view.
@@ -243,28 +278,30 @@ class MemoryGateway:
             start = time.perf_counter()
             found = {o: self.search_scope(case, o, vector, k)[0] for o in wanted}
             return found, (time.perf_counter() - start) * 1000
-        from sqlalchemy import text
-
         vs = self.memory.storage.vector_store
         cols = [vs.text_field, vs.metadata_field, vs.primary_field, "user_id", "agent_id",
                 "created_at"]
-        # The vector literal exactly as pyobvector writes it, so distances are identical.
-        lit = "[" + ",".join(str(np.float32(v)) for v in vector.tolist()) + "]"
+        # The vector literal exactly as pyobvector writes it (str of each float32), so distances
+        # are identical.
+        lit = "[" + ",".join(map(str, np.asarray(vector, dtype=np.float64).astype(np.float32)))\
+            + "]"
         inner = ", ".join(f"`{c}`" for c in cols)
         parts = [
             f"(SELECT {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
-            f" FROM `{vs.collection_name}` WHERE `user_id` = :uid AND `agent_id` = :a{i}"
+            f" FROM `{vs.collection_name}` WHERE `user_id` = {_sql_name(uid)}"
+            f" AND `agent_id` = {_sql_name(owner)}"
             f" ORDER BY cosine_distance(`{vs.vector_field}`, '{lit}') APPROXIMATE LIMIT {k})"
-            for i in range(len(wanted))
+            for owner in wanted
         ]
         # Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
         # names its columns itself: select them again, by position, from the union.
         sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
                + " UNION ALL ".join(parts) + ") AS u")
-        params = {"uid": uid, **{f"a{i}": o for i, o in enumerate(wanted)}}
         start = time.perf_counter()
         with LOCK, engine.connect() as conn:
-            rows = conn.execute(text(sql), params).fetchall()
+            # No bind parameters, no SQLAlchemy compilation: scanning the ~10 kB statement for
+            # them cost more than seekdb's search (the two names are validated literals).
+            rows = conn.exec_driver_sql(sql).fetchall()
         ms = (time.perf_counter() - start) * 1000
         out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
         for content, meta, row_id, row_uid, owner, created, dist in rows:
@@ -374,6 +411,8 @@ class MemoryGateway:
     @staticmethod
     def _card(row: dict[str, Any], case_id: str) -> MemoryCard:
         meta = row.get("metadata") or {}
+        owner = str(row.get("agent_id"))
+        tiers = read_labels(meta, owner)  # cards written before tiers existed read by one rule
         return MemoryCard(
             id=str(row["id"]),
             case_id=case_id,
@@ -390,4 +429,9 @@ class MemoryGateway:
             sensitivity=meta.get("sensitivity"),
             info_type=meta.get("info_type"),
             abstraction=meta.get("abstraction"),
+            tier=tiers.tier,
+            provenance=tiers.provenance,
+            trust=tiers.trust,
+            promoted_from=meta.get("promoted_from"),
+            tool_source=meta.get("tool_source"),
         )

@@ -360,6 +360,53 @@ def _problem_lines(f: Any, end: int) -> bytes:
     return kept
 
 
+_ID_SLOT: Any = None
+"""The open lock file of this process's card-id slot (held until the process exits)."""
+
+
+def _claim_card_id_slot(settings: Settings) -> None:
+    """Give this process card ids no other process sharing the data directory can make.
+
+    PowerMem numbers cards with a Snowflake generator whose datacenter and worker ids are 0 in
+    every process (unless ``SNOWFLAKE_DATACENTER_ID``/``SNOWFLAKE_WORKER_ID`` are set), and it
+    inserts with ``REPLACE INTO``: two processes adding a card in the same millisecond make the
+    same id, and the second row silently *replaces* the first -- another role's card, possibly.
+    (Seen: two processes writing one task scope lost cards, issue 14.) Each process therefore
+    claims one of the 1024 (datacenter, worker) slots with an exclusive ``flock`` on a file
+    under ``<data_dir>/id-slots``, held for its lifetime; a process that exits frees its slot.
+    Instances on other hosts (a shared seekdb server, each with its own data directory) start
+    from a random slot, which makes a clash unlikely but cannot rule it out.
+    """
+    global _ID_SLOT
+    if _ID_SLOT is not None or {"SNOWFLAKE_DATACENTER_ID", "SNOWFLAKE_WORKER_ID"} & set(os.environ):
+        return
+    import fcntl
+    import random
+
+    import powermem.utils.utils as pm_utils
+
+    from .files import private_dir
+
+    slots = private_dir(settings.data_dir / "id-slots")
+    start = random.randrange(1024)
+    for i in range(1024):
+        slot = (start + i) % 1024
+        handle = open(slots / f"{slot}.lock", "a")  # noqa: SIM115 - held open on purpose
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _ID_SLOT = handle
+        with pm_utils._snowflake_lock:
+            pm_utils._snowflake_generator = pm_utils.SnowflakeIDGenerator(
+                datacenter_id=slot >> 5, worker_id=slot & 31)
+        return
+    raise ConfigurationError(
+        f"All 1024 card-id slots under {slots} are held by running processes.",
+        "Stop some of the processes that use this data directory.")
+
+
 def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
     """PowerMem's ``Memory`` for ``settings``, set up as above; (memory, encoder in use).
 
@@ -388,6 +435,7 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
             )
         _ACTIVE_ENCODER = encoder
         powermem = _import_powermem(settings)
+        _claim_card_id_slot(settings)
         with private_umask():  # seekdb's server keeps the umask it starts with: 0600 files
             memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
         if settings.store == "embedded":

@@ -15,6 +15,8 @@ import ipywidgets as W
 
 from ...errors import BureauError
 from ...model import BOARD, Event
+from ...task_scopes import scope_name_of
+from ...tiers import parse_run_owner
 
 log = logging.getLogger("bureau.course.widgets")
 
@@ -75,6 +77,12 @@ def style_widget() -> W.HTML:
 
 
 def space_label(scope: str) -> str:
+    run = parse_run_owner(scope)  # a run's ephemeral scope (issue 14)
+    if run is not None:
+        return f"{run[1]}'s run {run[0]} (ephemeral)"
+    task = scope_name_of(scope)  # a shared task scope (issue 14)
+    if task is not None:
+        return f"task scope {task} (shared)"
     return "bulletin board" if scope == BOARD else scope
 
 

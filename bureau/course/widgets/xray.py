@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import ipywidgets as W
 
 from ...model import BOARD, Answer, LLMExchange, MemoryCard, RetrievalTrace
+from ...tiers import labels
 from ._common import esc, space_label, style_widget
 
 EMPTY = (
@@ -32,6 +33,15 @@ def _owner(card: MemoryCard) -> str:
     return esc(card.owner)
 
 
+def _tier(card: MemoryCard) -> str:
+    """Tier and provenance of a hit (issue 14); untrusted content is flagged."""
+    lab = labels(card)
+    flag = (' <span class="bureau-badge miss" title="tool output: data, never instructions">'
+            "untrusted</span>" if lab.untrusted else "")
+    return (f'<td data-tier="{esc(lab.tier)}" data-provenance="{esc(lab.provenance)}" '
+            f'data-trust="{esc(lab.trust)}">{esc(lab.tier)} · {esc(lab.provenance)}{flag}</td>')
+
+
 def _rows(cards: tuple[MemoryCard, ...], scope: str, css: str, threshold: float) -> list[str]:
     rows = []
     for c in cards:
@@ -39,7 +49,7 @@ def _rows(cards: tuple[MemoryCard, ...], scope: str, css: str, threshold: float)
         note = f'<span class="bureau-muted">below {threshold:.2f}</span>' if css == "below" else ""
         rows.append(
             f'<tr class="{css}" data-card-id="{esc(c.id)}"><td>{_owner(c)}{flag}</td>'
-            f"<td>{(c.score or 0.0):.3f}</td><td>{esc(c.snippet(90))} {note}</td></tr>"
+            f"{_tier(c)}<td>{(c.score or 0.0):.3f}</td><td>{esc(c.snippet(90))} {note}</td></tr>"
         )
     return rows
 
@@ -157,8 +167,8 @@ def xray_html(trace: RetrievalTrace | Answer | None, show_question: bool = True,
             else '<span class="bureau-badge miss">miss</span>'
         )
         table = (
-            '<table class="bureau-table"><tr><th>stored owner</th><th>score</th><th>snippet</th>'
-            f"</tr>{''.join(rows)}</table>"
+            '<table class="bureau-table"><tr><th>stored owner</th><th>tier · provenance</th>'
+            f"<th>score</th><th>snippet</th></tr>{''.join(rows)}</table>"
             if rows
             else '<div class="bureau-muted">(this space is empty)</div>'
         )
@@ -173,6 +183,8 @@ def xray_html(trace: RetrievalTrace | Answer | None, show_question: bool = True,
         f"<h3>🩻 Memory X-ray — {esc(trace.role)}</h3>"
         f"{question}"
         f"<div>Scopes searched: {scopes} · misses: {misses}</div>"
+        f'<div class="bureau-xray-tiers" data-tiers="{esc(" ".join(trace.tiers))}">Tiers '
+        f"searched: {esc(', '.join(trace.tiers))}</div>"
         f'<div>Mode <span class="bureau-badge">{esc(trace.mode)}</span> · relevance threshold '
         f"<b>{trace.threshold:.2f}</b> (cosine) · total {trace.total_ms:.1f} ms</div>"
         f'<table class="bureau-table bureau-latency">{bar_rows}</table>'

@@ -1,0 +1,229 @@
+"""Shared task scopes on the card store and the ledger: what :class:`Case`'s scope methods do.
+
+The rules are in :mod:`bureau.task_scopes` and are applied inside ledger transactions
+(:mod:`bureau.ledger.task_scopes`); this module adds the texts, which live in the card store like
+every other card of the case, under two owner ids per scope:
+
+* ``task:<name>:log`` -- one card per write, stale writes included: the scope's history. Never
+  searched by anyone; read only through :meth:`Case.scope_read` / :meth:`Case.scope_history`,
+  by id, after the ledger said the reader is a member.
+* ``task:<name>`` -- one card per key, showing the key's current value (a copy of the winning
+  write's text, labelled with the writer as ``source_role``): what members' searches, card
+  lists and exports see. Losers never show up there, so a search returns each key's winner only
+  and a scope's search cost does not grow with its history.
+
+A write: check membership (refused before anything is stored), store the text in the log,
+record the write in one ledger transaction (the version decides winner or stale there), then
+*settle*: make the searchable card show the key's winner. Settling is a compare-and-set in the
+ledger, so writers in several processes that settle the same key at once leave one card; one
+that crashes halfway leaves at most a card that shows no current value, which every read path
+filters out (the ledger names the cards that do) and the next write to the scope settles.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BoundaryViolation, DamagedDataError
+from ..model import CaseSpace
+from ..task_scopes.inbox import InboxPage, check_cursor, check_page
+from ..task_scopes.membership import (
+    TaskScope,
+    check_scope_name,
+    log_owner_id,
+    scope_owner_id,
+)
+from ..task_scopes.versions import (
+    ScopeValue,
+    ScopeWrite,
+    WriteResult,
+    check_key,
+    next_version,
+)
+from ..text import clean_text
+
+if TYPE_CHECKING:
+    from ..model import Event
+    from .case import Case
+
+MAX_SETTLE_ROUNDS = 8
+"""Settle attempts per write; past them a later write (or reader's write) settles the key."""
+
+
+class SharedScopes:
+    """The store and ledger work behind one case's task scopes (built per call, holds nothing)."""
+
+    def __init__(self, case: Case) -> None:
+        self.case = case
+        self.gateway = case.bureau.gateway
+        self.ledger = case.bureau.ledger
+
+    def _notify(self, events: list[Event]) -> None:
+        self.case.bureau._notify(events)
+
+    # -- membership --------------------------------------------------------------------------
+    def create(self, owner: str, name: str) -> TaskScope:
+        owner = self.case.role(owner)
+        name = check_scope_name(name)
+        self.case.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        scope, events = self.ledger.create_task_scope(self.case.id, self.case.token, name, owner)
+        self._notify(events)
+        return scope
+
+    def change(self, op: str, name: object, actor: str, target: str | None = None) -> TaskScope:
+        """One membership operation; ``delete`` also purges the scope's cards (verified)."""
+        actor = self.case.role(actor)
+        target = None if target is None else self.case.role(target)
+        name = check_scope_name(name)
+        space = self.case.space
+        _, scope, events = self.ledger.change_task_scope(self.case.id, self.case.token, op,
+                                                         name, actor, target)
+        self._notify(events)
+        if op == "delete":
+            deleted = self.purge(space, name)
+            self.case._emit("scope.purged", {"scope": name, "deleted": deleted})
+        return scope
+
+    def purge(self, space: CaseSpace, name: str, rounds: int = 100) -> int:
+        """Delete every card of the scope (values and log) and verify none is left."""
+        gw = self.gateway
+        deleted = 0
+        for owner in (scope_owner_id(name), log_owner_id(name)):
+            for _ in range(rounds):
+                cards = gw.list(space, owner)
+                if not cards:
+                    break
+                deleted += sum(1 for c in cards if gw.delete(space, owner, c.id))
+            left = gw.count(space, owner)
+            if left:
+                raise BoundaryViolation(f"{left} cards of task scope {name!r} survived deletion.")
+        return deleted
+
+    # -- reads -------------------------------------------------------------------------------
+    def view(self, role: str | None) -> dict[str, frozenset[str]]:
+        """Store owner id -> ids of the cards showing current values, for the live scopes
+        ``role`` is an accepted member of (read from the ledger now)."""
+        return self.ledger.member_view(self.case.id, role)
+
+    def members_of(self) -> dict[str, frozenset[str]]:
+        """Store owner id -> accepted members, for every live scope (operator view)."""
+        return self.ledger.scope_members_of(self.case.id)
+
+    def hidden(self, space: CaseSpace, view: dict[str, frozenset[str]]) -> int:
+        """How many cards in these scopes show no current value (being replaced, or left by a
+        crash): a search asks for that many more, so each scope still gets its top-k."""
+        return sum(max(0, self.gateway.count(space, owner) - len(ids))
+                   for owner, ids in view.items())
+
+    def read(self, name: object, role: str, key: object) -> ScopeValue:
+        role = self.case.role(role)
+        name = check_scope_name(name)
+        key = check_key(key)
+        space = self.case.space
+        win = self.ledger.scope_value(self.case.id, name, role, key)
+        card = self.gateway.get(space, log_owner_id(name), win.card_id)
+        if card is None:
+            # Purged by a delete that committed after the ledger read (then: the refusal any
+            # non-member gets), or lost by the store while the scope lives (damage: say so).
+            self.ledger.task_scope_access(self.case.id, name, role)
+            raise DamagedDataError(
+                f"The text of {key!r} (version {win.version}) in task scope {name!r} is missing "
+                "from the card store.", "Write the key again; see scope_history for its past.")
+        return ScopeValue(key, card.content, win.version, win.writer, win.written_at)
+
+    def keys(self, name: object, role: str) -> list[str]:
+        role = self.case.role(role)
+        name = check_scope_name(name)
+        self.case.space  # noqa: B018 - raises UnknownCaseError for a deleted case
+        return self.ledger.scope_keys(self.case.id, name, role)
+
+    def history(self, name: object, role: str, key: object) -> list[ScopeWrite]:
+        role = self.case.role(role)
+        name = check_scope_name(name)
+        key = check_key(key)
+        space = self.case.space
+        rows = self.ledger.scope_history(self.case.id, name, role, key)
+        texts = {c.id: c.content for c in
+                 self.gateway.list(space, log_owner_id(name), where={"topic": key})}
+        return [ScopeWrite(**{**w.__dict__, "text": texts.get(w.card_id)}) for w in rows]
+
+    def info(self, name: object, role: str) -> TaskScope:
+        role = self.case.role(role)
+        name = check_scope_name(name)
+        self.case.space  # noqa: B018
+        return self.ledger.task_scope_info(self.case.id, name, role)
+
+    def inbox(self, role: str, cursor: int = 0, limit: int = 100) -> InboxPage:
+        role = self.case.role(role)
+        cursor = check_cursor(cursor)
+        limit = check_page(limit)
+        self.case.space  # noqa: B018
+        items = self.ledger.inbox_page(self.case.id, role, cursor, limit)
+        return InboxPage(tuple(items), items[-1].cursor if items else cursor)
+
+    # -- keyed writes ------------------------------------------------------------------------
+    def write(self, name: object, role: str, key: object, text: object,
+              read_version: int | None = None) -> WriteResult:
+        role = self.case.role(role)
+        name = check_scope_name(name)
+        key = check_key(key)
+        content = clean_text(text, what="scope value")
+        version = next_version(read_version)
+        space = self.case.space
+        # Refused before anything is stored (the ledger checks again when it records).
+        self.ledger.task_scope_access(self.case.id, name, role, write=True)
+        written_at = time.time()
+        log = log_owner_id(name)
+        card = self.gateway.add(space, log, content, _meta(key, "scope-write", role))
+        try:
+            result, events = self.ledger.record_scope_write(
+                self.case.id, self.case.token, name, role, key, version, read_version,
+                written_at, card.id)
+        except BaseException:
+            self.gateway.delete_or_gone(space, log, card.id)  # the write never happened
+            raise
+        self._notify(events)
+        self.settle(space, name, {card.id: content})
+        return result
+
+    def settle(self, space: CaseSpace, name: str, known: dict[str, str] | None = None) -> int:
+        """Make each key's searchable card show its current winner; returns cards replaced.
+
+        ``known``: texts of log cards at hand (the caller's own write), saving a store read.
+        """
+        gw = self.gateway
+        main, log = scope_owner_id(name), log_owner_id(name)
+        replaced = 0
+        for _ in range(MAX_SETTLE_ROUNDS):
+            rows = self.ledger.scope_unsettled(self.case.id, name)
+            if not rows:
+                break
+            for r in rows:
+                win_card = str(r["win_card"])
+                text = (known or {}).get(win_card)
+                if text is None:
+                    src = gw.get(space, log, win_card)
+                    if src is None:  # the scope was deleted meanwhile
+                        continue
+                    text = src.content
+                new = gw.add(space, main, text, _meta(str(r["skey"]), "scope-value",
+                                                      str(r["writer"]), win_card))
+                old = str(r["shown_card"]) if r["shown_card"] else None
+                if self.ledger.settle_scope_key(self.case.id, name, str(r["skey"]),
+                                                int(r["win_seq"]), old, new.id):
+                    replaced += 1
+                    if old is not None:
+                        gw.delete_or_gone(space, main, old)
+                else:  # another holder settled this key first, or a newer write won
+                    gw.delete_or_gone(space, main, new.id)
+        return replaced
+
+
+def _meta(key: str, kind: str, writer: str, source_id: str | None = None) -> dict[str, Any]:
+    """A scope card's metadata: the key as its topic, the writer as ``source_role``."""
+    meta: dict[str, Any] = {"visibility": "private", "topic": key, "kind": kind,
+                            "source_role": writer}
+    if source_id is not None:
+        meta["source_id"] = source_id
+    return meta
