@@ -177,8 +177,16 @@ def _print(analyses, bench, paths, total) -> None:  # noqa: ANN001
         print(f"relevance AUROC, task query         {rel['pooled']:.3f}   ({lo:.3f}–{hi:.3f}; "
               f"role: task {rel['by_query']['role_task']:.3f}; MaaS paper on MAGPIE "
               f"{PAPER['relevance_auroc']:.3f})")
+        m = a.mediated
+        print(f"{'e: bureau + mediation':36s} {100 * m['pair_leak']:10.1f}% "
+              f"{100 * m['item_leak']:10.1f}% {100 * m['min_info_recall']:7.1f}%   "
+              f"abstract coverage {100 * m['abstract_coverage']:.1f}%, abstraction leakage "
+              f"{100 * m['abstraction_leakage']:.1f}%, {m['audit_entries']:,} audit entries")
         p = a.probe
         print(f"exhaustive boundary probe           {p['probes']:,} probes, {p['hits']} hits")
+        mp = m["probe"]
+        print(f"mediated probe (policy e)           {mp['probes']:,} probes, {mp['decisions']:,} "
+              f"decisions, {mp['raw_private_reveals']} raw private reveals")
         eng = a.result.engine_check
         print(f"seekdb vs numpy top-k agreement     {eng.get('same_topk', 0)}/"
               f"{eng.get('queries', 0)}")

@@ -112,8 +112,9 @@ def to_bureau_scenario(scenario: MagpieScenario, name: str = DATASET_NAME) -> Sc
     """The MAGPIE scenario as a Bureau :class:`Scenario` (validated like a file).
 
     Roles are agents (slug names, title = MAGPIE role); every item is a seed memory of its owner
-    with key ``m000``, ``m001``... in file order, ``kind`` = the MAGPIE label (``shareable`` or
-    ``private``) and ``topic`` = a slug of the MAGPIE key. The task is the summary; the title is
+    with key ``m000``, ``m001``... in file order, ``kind`` and ``sensitivity`` = the MAGPIE label
+    (``shareable`` or ``private``), ``abstraction`` = its safe abstraction if it has one, and
+    ``topic`` = a slug of the MAGPIE key. The task is the summary; the title is
     ``<name> <scenario id>`` (``name``: another benchmark loaded into MAGPIE's data model keeps
     its own name).
     """
@@ -128,6 +129,10 @@ def to_bureau_scenario(scenario: MagpieScenario, name: str = DATASET_NAME) -> Sc
                     "topic": slug(item.key, "item"),
                     "kind": item.label,
                     "content": _clip(item.text, MAX_CARD_CHARS),
+                    # What the mediated policy e matches on (bureau.leakage.mediated).
+                    "sensitivity": item.label,
+                    **({"abstraction": _clip(item.abstraction, MAX_CARD_CHARS)}
+                       if item.abstraction else {}),
                 }
             )
             n += 1

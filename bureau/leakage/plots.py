@@ -27,6 +27,7 @@ COLORS = {
     "b_bureau_closed": "#7f8c8d",
     "c_bureau_published": "#2471a3",
     "d_bureau_abstractions": "#1e8449",
+    "e_bureau_mediated": "#7d3c98",
 }
 
 
@@ -196,4 +197,35 @@ def baseline(table: pd.DataFrame, name: str, k: int) -> Figure:
         f"top-{k}, a random draw {100 * at['random_pair_leak']:.0f}%; the bureau 0%",
         fontsize=10,
     )
+    return fig
+
+
+def mediation(summary: pd.DataFrame, mediated: dict, name: str = "MAGPIE") -> Figure:
+    """Policy e beside a-d: private pair leak and shareable (minimum-info) recall per policy,
+    and what mediation adds: the share of private pairs whose safe abstraction flowed."""
+    import numpy as np
+
+    fig = _figure(8.2, 4.4, layout="constrained")
+    ax = fig.add_subplot()
+    rows = summary.set_index("policy")
+    names = [*POLICIES, "e_bureau_mediated"]
+    leak = [100 * rows.loc[p, "private_leak_rate_pairs"] for p in POLICIES]
+    leak.append(100 * mediated["pair_leak"])
+    recall = [100 * rows.loc[p, "shareable_recall"] for p in POLICIES]
+    recall.append(100 * mediated["min_info_recall"])
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, leak, 0.4, color="#c0392b", label="private pairs leaked (raw)")
+    ax.bar(x + 0.2, recall, 0.4, color="#2471a3", label="shareable pairs delivered")
+    ax.bar(len(names) - 1 + 0.6, 100 * mediated["abstract_coverage"], 0.4, color="#7d3c98",
+           label="private pairs with an abstraction: abstraction delivered")
+    ax.set_xticks(x, [POLICY_LABELS.get(p, "e: bureau + mediation") for p in names],
+                  rotation=20, ha="right")
+    ax.set_ylabel("% of (requester, other agent's item) pairs")
+    ax.set_ylim(0, 100)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(
+        f"{name}: mediation reveals no private item raw "
+        f"({mediated['raw_private_reveals'] + mediated['probe']['raw_private_reveals']} of "
+        f"{mediated['decisions'] + mediated['probe']['decisions']:,} decisions) and lets "
+        f"{100 * mediated['abstract_coverage']:.0f}% of abstractions flow", fontsize=10)
     return fig

@@ -21,6 +21,11 @@ Every benchmark scenario is one Bureau case; one query per requester agent is as
     :mod:`bureau.leakage.magpie`) the owner whispers the abstraction into its own space as kind
     ``abstraction`` and publishes that card; the private item itself stays private.
 
+``e_bureau_mediated``
+    The Bureau in state b, with purpose-bound mediation: every requester asks every other agent
+    (``Case.consult``) and the mediator reveals shareable items, releases a private item's safe
+    abstraction if it has one and withholds the rest (:mod:`bureau.leakage.mediated`).
+
 b, c and d are three successive states of one case per scenario. Budgets: b-d take top-k *per
 scope* (own space + board: up to 2k cards), a takes top-k in all; the report therefore shows a at
 k and at 2k and says which is compared with which. How they are run and scored:
@@ -41,6 +46,9 @@ POLICIES: dict[str, str] = {
     "c_bureau_published": "bureau boundary, shareable items published",
     "d_bureau_abstractions": "as c + safe abstractions of hint items published",
 }
+"""The retrieval policies a-d (exposure tables); policy e decides instead (:data:`MEDIATED`)."""
+MEDIATED_DESCRIPTION = ("bureau boundary + purpose-bound mediation (reveal shareable, abstract "
+                        "or withhold private)")
 POLICY_LABELS: dict[str, str] = {
     "a_shared_pool_with_own": "a (with own): shared pool",
     "a_shared_pool_others": "a: shared pool of others",
@@ -60,10 +68,14 @@ SHARED_POOL = "a_shared_pool_others"
 SHARED_POOL_WITH_OWN = "a_shared_pool_with_own"
 SHARED_POOLS = (SHARED_POOL_WITH_OWN, SHARED_POOL)
 BUREAU_POLICIES = ("b_bureau_closed", "c_bureau_published", "d_bureau_abstractions")
+"""The policies asked through ``Case.retrieve`` (exposure tables in ``LabResult.pairs``)."""
+MEDIATED = "e_bureau_mediated"
+"""Policy e: decisions, not retrievals (``LabResult.mediated``, :mod:`bureau.leakage.mediated`)."""
 DEFAULT_K = 5
 PROBE_LIMIT = 100
 """Per-scope limit of the exhaustive boundary probe: above any scenario's card count, so each
 probe returns every card the requester can read."""
-__all__ = ["BUREAU_POLICIES", "DEFAULT_K", "DEFAULT_THRESHOLD", "ENGINES", "POLICIES",
-           "POLICY_LABELS", "PROBE_LIMIT", "SHARED_POOL", "SHARED_POOLS", "SHARED_POOL_WITH_OWN"]
+__all__ = ["BUREAU_POLICIES", "DEFAULT_K", "DEFAULT_THRESHOLD", "ENGINES", "MEDIATED",
+           "MEDIATED_DESCRIPTION", "POLICIES", "POLICY_LABELS", "PROBE_LIMIT", "SHARED_POOL",
+           "SHARED_POOLS", "SHARED_POOL_WITH_OWN"]
 """DEFAULT_THRESHOLD is the Bureau's own (``bureau.settings``): the lab's stricter reading."""

@@ -34,6 +34,7 @@ import pandas as pd
 from bureau.embedding import MAX_TOKENS
 from bureau.leakage.agentsocialbench import IN_SCOPE, SocialDataset, pairing_stats
 from bureau.leakage.convert import QUERY_TEMPLATE, QUERY_VARIANTS, slug
+from bureau.leakage.mediated import EVERY_CARD, leaked_abstractions, mediated_summary
 from bureau.leakage.metrics import (
     bootstrap_auroc,
     bootstrap_rates,
@@ -54,6 +55,7 @@ from bureau.leakage.policies import (
     BUREAU_POLICIES,
     DEFAULT_THRESHOLD,
     ENGINES,
+    MEDIATED,
     POLICIES,
     POLICY_LABELS,
     PROBE_LIMIT,
@@ -84,13 +86,15 @@ HEADLINE_AUROC_QUERY = "task"
 request is the task and the memory decides what is relevant to it."""
 TEMPLATE_FILE = "report_template.md"
 SECTION = "<!-- section: {} -->\n"
-SECTIONS = ("magpie", "agentsocialbench", "benchmark")
-"""The template's parts, in order: one per benchmark, then the timing section."""
+SECTIONS = ("magpie", "agentsocialbench", "mediated", "benchmark")
+"""The template's parts, in order: one per benchmark (each followed by its policy-e part), then
+the timing section."""
 PLOTS = {
     "tradeoff": "leak_vs_recall.png",
     "baseline": "random_baseline.png",
     "roc": "roc_relevance.png",
     "domains": "per_domain.png",
+    "mediation": "mediation.png",
 }
 """Plot files per dataset, each prefixed with the dataset's slug (``magpie_roc_relevance.png``)."""
 SUMMARY_COLUMNS = (
@@ -242,6 +246,9 @@ def summary_table(result: LabResult) -> pd.DataFrame:
     for policy in BUREAU_POLICIES:
         rows.append({"dataset": name, "policy": policy, "k": result.k,
                      **figures(at_k(result, policy))})
+    med = mediated_summary(result, DEFAULT_THRESHOLD)
+    rows.append({"dataset": name, "policy": MEDIATED, "k": result.k, "pair_leak": med["pair_leak"],
+                 "item_leak": med["item_leak"], "shareable_recall": med["min_info_recall"]})
     rel = relevance(result)
     for query, auc in rel["by_query"].items():
         rows.append({"dataset": name, "policy": RELEVANCE_ROWS[query], "auroc": auc})
@@ -352,6 +359,7 @@ class Analysis:
     intervals: dict[str, Any] = field(init=False)
     probe: dict[str, Any] = field(init=False)
     domains: pd.DataFrame = field(init=False)
+    mediated: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.policies = summarize(self.result, self.threshold)
@@ -360,6 +368,7 @@ class Analysis:
         self.intervals = intervals(self.result)
         self.probe = probe_summary(self.result)
         self.domains = domain_table(self.result)
+        self.mediated = mediated_summary(self.result, self.threshold)
 
     @property
     def name(self) -> str:
@@ -537,6 +546,7 @@ def dataset_dict(a: Analysis) -> dict[str, Any]:
         "relevance_auroc": a.relevance,
         "intervals": a.intervals,
         "probe": a.probe,
+        "mediated": a.mediated,
         "own_items_in_with_own_pool": own_slots(result),
         "timings": result.timings.as_dict(),
     }
@@ -597,6 +607,8 @@ def write_outputs(
         "pairs": out / "pairs.csv.gz",
         "retrievals": out / "retrievals.csv.gz",
         "probe": out / "probe.csv",
+        "mediated": out / "mediated.csv.gz",
+        "leaked_abstractions": out / "leaked_abstractions.csv",
         "report": out / "report.md",
     }
 
@@ -615,12 +627,16 @@ def write_outputs(
     tagged([r.retrievals.drop(columns="content") for r in runs]).to_csv(paths["retrievals"],
                                                                          index=False)
     tagged([r.probe for r in runs]).to_csv(paths["probe"], index=False)
+    tagged([r.mediated for r in runs]).to_csv(paths["mediated"], index=False)
+    tagged([leaked_abstractions(r) for r in runs]).to_csv(paths["leaked_abstractions"],
+                                                          index=False)
     for a in analyses:
         figures_ = {
             "tradeoff": plots.tradeoff(a.policies, a.name),
             "baseline": plots.baseline(a.table, a.name, a.result.k),
             "roc": plots.roc(a.result),
             "domains": plots.domains(a.domains, name=a.name),
+            "mediation": plots.mediation(a.policies, a.mediated, a.name),
         }
         for name, fig in figures_.items():
             path = out / f"{a.slug}_{PLOTS[name]}"
@@ -938,6 +954,78 @@ def social_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
     }.items()}
 
 
+def mediated_values(a: Analysis) -> dict[str, str]:
+    """Every figure of a run's policy-e part, by template placeholder name."""
+    m, k = a.mediated, a.result.k
+    pol = {r["policy"]: r for r in a.policies.to_dict(orient="records")}
+    a1, a2 = a.cell(SHARED_POOL), a.cell(SHARED_POOL, 2 * k)
+    rows = [
+        [POLICY_LABELS[SHARED_POOL] + f", top-{k}", _pct(a1["pair_leak"]),
+         _pct(a1["shareable_recall"]), "—"],
+        [POLICY_LABELS[SHARED_POOL] + f", top-{2 * k}", _pct(a2["pair_leak"]),
+         _pct(a2["shareable_recall"]), "—"],
+    ]
+    for p in BUREAU_POLICIES:
+        r = pol[p]
+        rows.append([POLICY_LABELS[p], _pct(r["private_leak_rate_pairs"]),
+                     _pct(r["shareable_recall"]),
+                     f"{r['abstraction_pairs_delivered']:,} pairs (published)" if p ==
+                     "d_bureau_abstractions" else "—"])
+    rows.append(["e: bureau + mediation", _pct(m["pair_leak"]), _pct(m["min_info_recall"]),
+                 f"{_pct(m['abstract_coverage'])} ({m['abstract_pairs']:,} pairs)"])
+    actions = m["private_actions"]
+    if a.kind == "agentsocialbench":
+        total = pairing_stats(a.result.lab.dataset)["all"]
+        pairing = (f"AgentSocialBench's `acceptable_abstractions` are keyed by short phrases, "
+                   f"not by the `must_not_cross` sentences, so they are paired first exactly, then "
+                   f"by key containment (`bureau.leakage.agentsocialbench`): {total.paired:,} "
+                   f"of {total.private_items:,} private items pair ({total.exact:,} exact, "
+                   f"{total.fuzzy:,} fuzzy), {total.unpaired:,} have no abstraction and are "
+                   f"withheld whole, and {total.unused_keys:,} of {total.abstraction_keys:,} keys "
+                   "pair with no sentence.")
+    else:
+        private = [i for i in a.result.lab.items if i.label == "private"]
+        n = sum(1 for i in private if i.abstraction)
+        pairing = (f"MAGPIE has no abstraction field: the hint rule of `bureau.leakage.magpie` "
+                   f"gives {n:,} of {len(private):,} private items a safe abstraction; "
+                   "every other private item can only be withheld.")
+    values = {
+        "dataset_name": a.name,
+        "k": k,
+        "threshold": a.threshold,
+        "every_card": EVERY_CARD,
+        "policy_file": "scenarios/policies/leak-lab.yaml",
+        "requests": _num(m["requests"]),
+        "decisions": _num(m["decisions"]),
+        "private_pairs": _num(m["private_pairs"]),
+        "raw": _num(m["raw_private_reveals"]),
+        "probe_raw": _num(m["probe"]["raw_private_reveals"]),
+        "probes": _num(m["probe"]["probes"]),
+        "probe_decisions": _num(m["probe"]["decisions"]),
+        "probe_abstracts": _num(m["probe"]["abstracts_released"]),
+        "probe_withheld": _num(m["probe"]["withheld"]),
+        "probe_limit": PROBE_LIMIT,
+        "recall": _pct(m["min_info_recall"]),
+        "recall_pairs": f"{m['min_info_revealed_pairs']:,}/{m['shareable_pairs']:,}",
+        "coverage": _pct(m["abstract_coverage"]),
+        "coverage_pairs": f"{m['abstract_pairs']:,}/{m['private_pairs_with_abstraction']:,}",
+        "coverage_all": _pct(m["abstract_coverage_all"]),
+        "coverage_strict": _pct(m["abstract_coverage_at_threshold"]),
+        "recall_strict": _pct(m["min_info_recall_at_threshold"]),
+        "abs_leak": _pct(m["abstraction_leakage"]),
+        "abs_leaky": _num(m["abstractions_with_leaked_terms"]),
+        "abs_distinct": _num(m["distinct_abstractions_released"]),
+        "private_actions": ", ".join(f"{n:,} {act}" for act, n in sorted(actions.items()))
+        or "none",
+        "audit": _num(m["audit_entries"]),
+        "pairing": pairing,
+        "compare_table": _md_table(["policy", "private pairs leaked (raw)",
+                                    "shareable / minimum-info recall", "abstractions"], rows),
+        "plot_mediation": f"{a.slug}_{PLOTS['mediation']}",
+    }
+    return {name: str(value) for name, value in values.items()}
+
+
 def benchmark_values(info: dict[str, Any]) -> dict[str, str]:
     bench = info["benchmark"]
     rows = [["lab wall time", f"{bench['lab_seconds']:.1f} s"]]
@@ -959,7 +1047,8 @@ def benchmark_values(info: dict[str, Any]) -> dict[str, str]:
         t = d["timings"]
         phases.append(f"{name}: " + ", ".join(
             f"{p} {t[p]:.1f}" for p in ("embed_wait", "seed", "publish", "abstractions",
-                                        "retrieve", "probe", "shared_pool", "frames")))
+                                        "retrieve", "probe", "mediated", "mediated_probe",
+                                        "shared_pool", "frames")))
     t_all = [d["timings"] for d in info["datasets"].values()]
     load = info["environment"]["load_average_1_5_15_at_end"]
     return {
@@ -987,6 +1076,7 @@ def render_report(analyses: Sequence[Analysis], info: dict[str, Any]) -> str:
             texts.append(parts["agentsocialbench"].substitute(social_values(a, dinfo)))
         else:
             texts.append(parts["magpie"].substitute(report_values(a, dinfo)))
+        texts.append(parts["mediated"].substitute(mediated_values(a)))
     if "benchmark" in info:
         texts.append(parts["benchmark"].substitute(benchmark_values(info)))
     return "\n".join(t.strip("\n") + "\n" for t in texts)

@@ -51,6 +51,7 @@ from bureau.embedding import given_vectors
 from bureau.leakage.convert import to_lab
 from bureau.leakage.labset import LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieDataset
+from bureau.leakage.mediated import DECISION_COLUMNS, audit_entries, lab_mediator, run_mediated
 from bureau.leakage.metrics import exposure_frame
 from bureau.leakage.policies import (
     DEFAULT_K,
@@ -108,6 +109,8 @@ class Timings:
     retrieve: float = 0.0
     frames: float = 0.0
     probe: float = 0.0
+    mediated: float = 0.0
+    mediated_probe: float = 0.0
     distinct_texts: int = 0
     texts_embedded: int = 0
     tokens_embedded: int = 0
@@ -115,6 +118,8 @@ class Timings:
     cards_written: int = 0
     searches: int = 0
     probes: int = 0
+    mediated_requests: int = 0
+    mediated_probes: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -151,6 +156,11 @@ class LabResult:
     when the encoder has no tokenizer): the report says how many exceed what the model reads."""
     probe: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PROBE_COLUMNS)))
     """The exhaustive boundary probe, one row per requester (:data:`PROBE_COLUMNS`)."""
+    mediated: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(DECISION_COLUMNS)))
+    """Policy e: one row per mediator decision (:data:`~bureau.leakage.mediated.DECISION_COLUMNS`)."""
+    audit_entries: int = 0
+    """Decision entries the cases' audit ledgers hold after policy e (read back per case)."""
 
     @property
     def dataset(self) -> Any:
@@ -217,6 +227,7 @@ def run_lab(
     progress: Progress | None = None,
     cleanup: bool = False,
     pipeline: bool = True,
+    mediator: Any | None = None,
 ) -> LabResult:
     """Run policies a-d on every scenario of ``data`` with ``bureau``'s store and encoder.
 
@@ -225,7 +236,8 @@ def run_lab(
     storage), and every policy reuses those vectors: the Bureau's writes and searches hit the
     encoder's cache. Creates one case per scenario (kept unless ``cleanup``: deleting ~30 cards
     per case costs about as much as writing them). ``progress(iterable, total)`` wraps the
-    scenario loop.
+    scenario loop. ``mediator``: what policy e consults (default: the lab policy,
+    :func:`~bureau.leakage.mediated.lab_mediator`); the bureau's own is restored afterwards.
     """
     k = check_limit(k, "k")  # the Bureau's own per-scope limit check
     lab = as_lab(data)
@@ -245,6 +257,8 @@ def run_lab(
     requests: list[tuple[Any, ...]] = []
     scores: list[tuple[Any, ...]] = []
     probes: list[tuple[Any, ...]] = []
+    decisions: list[tuple[Any, ...]] = []
+    audited = 0
     engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
     case_ids: dict[str, str] = {}
 
@@ -259,6 +273,8 @@ def run_lab(
         vecs = enc.embed(todo, workers=1) if workers > 1 else enc.embed(todo)
         return dict(zip(todo, vecs, strict=True))
 
+    # Policy e consults this mediator; b-d never consult, so it changes nothing for them.
+    saved, bureau.mediator = bureau.mediator, mediator or lab_mediator()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed") as pool:
         futures = [pool.submit(embed, group) for group in chunks]  # started in order
         try:
@@ -273,11 +289,13 @@ def run_lab(
                     case_id = f"{scenario.case_stem}-{uuid.uuid4().hex[:5]}"
                     case_ids[scenario.scenario_id] = case_id
                     rows += _run_bureau_case(bureau, scenario, case_id, vec, k, t, engine,
-                                             requests, probes)
+                                             requests, probes, decisions)
+                    audited += audit_entries(bureau.case(case_id))
                     if cleanup:
                         bureau.delete_case(case_id)
             next(bar, None)  # let a progress bar close
         finally:
+            bureau.mediator = saved
             for future in futures:
                 future.cancel()
 
@@ -309,6 +327,8 @@ def run_lab(
         case_ids=case_ids,
         query_tokens=_query_tokens(enc, queries),
         probe=pd.DataFrame(probes, columns=list(PROBE_COLUMNS)),
+        mediated=pd.DataFrame(decisions, columns=list(DECISION_COLUMNS)),
+        audit_entries=audited,
     )
 
 
@@ -416,9 +436,10 @@ def _run_bureau_case(
     engine: dict[str, Any],
     requests: list[tuple[Any, ...]],
     probes: list[tuple[Any, ...]],
+    decisions: list[tuple[Any, ...]],
 ) -> list[tuple[Any, ...]]:
     """Policies b, c and d: one case, asked after each of its three successive states, then
-    probed exhaustively in the last one."""
+    probed exhaustively in the last one; policy e (mediated) in state b, probed there."""
     t0 = time.perf_counter()
     case = bureau.create_case(scenario.scenario, case_id=case_id)
     by_key = {item.seed_key: item for item in scenario.items}
@@ -436,6 +457,7 @@ def _run_bureau_case(
     t.seed += time.perf_counter() - t0
 
     rows = _ask_all(case, scenario, vec, origin, k, "b_bureau_closed", t, requests)
+    decisions += run_mediated(case, scenario, vec, origin, k, t)
 
     t0 = time.perf_counter()
     for item in scenario.items:

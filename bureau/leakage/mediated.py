@@ -1,0 +1,245 @@
+"""Policy e: the lab's requests through purpose-bound mediation (:mod:`bureau.mediation`).
+
+Policies b-d answer "may a requester *search* this space?"; e answers "may this memory *flow*
+to this requester, and in what form?". Every requester asks every other agent of its scenario
+(``Case.consult(owner, query, requester=..., recipient="other-agent")``) and the service's
+mediator decides each relevant card of the owner's space under the lab policy
+(``scenarios/policies/leak-lab.yaml``):
+
+* a shareable item (MAGPIE ``shareable``, AgentSocialBench ``minimum_info_needed``) is revealed;
+* a private item (``private`` / ``must_not_cross``) is abstracted: its safe abstraction is
+  released if the owner has one (MAGPIE: the hint rule of :mod:`bureau.leakage.magpie`;
+  AgentSocialBench: the ``acceptable_abstractions`` value paired with the sentence, see
+  :mod:`bureau.leakage.agentsocialbench` for the pairing and its counts), else it is withheld;
+* nothing is revealed raw that the policy does not name.
+
+It runs on the case in state b (nothing published: the board is empty, so every decision is
+about the owner's own memory). Budget: the search hands the mediator the top-k cards of each
+*owner*, so a requester of an n-agent scenario reads up to (n - 1) k decided cards. Headline
+reading, as for a-d: every card of the top-k is decided (``threshold=-1``); the stricter reading
+keeps the decisions on cards at or above the relevance threshold (what the service's evidence
+rule hands a mediator by default), read off the same decisions by their score.
+
+Exhaustive probe: a decision depends on the invocation and the card's labels, never on the
+question or the rank, so deciding every card once per (requester, owner) is exhaustive: every
+requester asks every other agent once more with limit :data:`PROBE_LIMIT` per scope (above any
+scenario's card count) and ``threshold=-1``, and the mediator decides every card of the owner's
+space. A raw private reveal is a decision that releases a private item of another agent with
+action ``reveal``, or releases any text equal to one; the count must be 0.
+
+Abstraction leakage: a released abstraction that repeats a distinctive term (number, name, date)
+of its original (:func:`bureau.mediation.abstraction.leaked_terms`): the owner-written
+abstractions are released as they are (deterministic path), so this measures the benchmark's
+abstractions, not a model.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from bureau.embedding import given_vectors
+from bureau.leakage.labset import LabItem, LabScenario
+from bureau.leakage.policies import DEFAULT_THRESHOLD, MEDIATED, PROBE_LIMIT
+from bureau.mediation.abstraction import leaked_terms
+from bureau.mediation.mediator import PolicyMediator
+from bureau.mediation.policy import load_policy
+from bureau.resources import shipped_path
+
+if TYPE_CHECKING:
+    from bureau.leakage.runner import LabResult, Timings
+
+EVERY_CARD = -1.0
+"""The per-request threshold that makes every card of the top-k evidence (``Case.consult``)."""
+PURPOSE = "collaboration"
+"""The declared purpose of every lab invocation (the lab policy does not match on it)."""
+RECIPIENT = "other-agent"
+DECISION_COLUMNS = (
+    "stage", "scenario_id", "requester", "owner", "card_id", "item_id", "item_owner",
+    "item_label", "has_abstraction", "score", "action", "reasons", "rule", "raw_private",
+    "abstraction_leaked_terms",
+)
+"""One row per mediator decision. ``stage``: ``ask`` (the requester's own query) or ``probe``
+(the exhaustive probe). ``raw_private``: the decision released another agent's private item
+raw. ``abstraction_leaked_terms``: for a released abstraction, the original's distinctive terms it
+repeats (``;``-joined, empty: none)."""
+
+
+def lab_policy_path() -> Any:
+    return shipped_path("scenarios", "policies", "leak-lab.yaml")
+
+
+def lab_mediator() -> PolicyMediator:
+    """The mediator policy e runs with (the lab's Bureau uses it; b-d never consult it)."""
+    return PolicyMediator(load_policy(lab_policy_path()))
+
+
+Origin = dict[str, tuple[LabItem, str]]
+
+
+def _rows(stage: str, scenario: LabScenario, requester: str, owner: str, mediation: Any,
+          origin: Origin, secret_texts: set[str]) -> list[tuple[Any, ...]]:
+    out = []
+    scores = {c.id: c.score for c in mediation.answer.trace.hits}
+    for d in mediation.decisions:
+        item, variant = origin.get(d.card_id, (None, "unknown"))
+        released = d.card.content if d.card is not None else None
+        foreign_private = (item is not None and variant == "item" and item.label == "private"
+                           and item.owner != requester)
+        raw = (foreign_private and d.action == "reveal") or (
+            released is not None and released in secret_texts and d.action == "reveal")
+        leaked = ""
+        if d.action == "abstract" and item is not None and released is not None:
+            leaked = ";".join(leaked_terms(item.text, released))
+        out.append((stage, scenario.scenario_id, requester, owner, d.card_id,
+                    item.item_id if item else None, item.owner if item else None,
+                    item.label if item else None, bool(item and item.abstraction),
+                    scores.get(d.card_id), d.action,
+                    ",".join(d.reasons), d.rule, bool(raw), leaked))
+    return out
+
+
+def run_mediated(
+    case: Any, scenario: LabScenario, vec: dict[str, np.ndarray], origin: Origin, k: int,
+    t: Timings,
+) -> list[tuple[Any, ...]]:
+    """Policy e on one case in state b: every requester asks every other agent, then the
+    exhaustive probe. Rows: :data:`DECISION_COLUMNS`."""
+    rows: list[tuple[Any, ...]] = []
+    agents = scenario.agents
+    for stage, limit in (("ask", k), ("probe", PROBE_LIMIT)):
+        t0 = time.perf_counter()
+        for agent in agents:
+            secrets = {i.text for i in scenario.items if i.label == "private"
+                       and i.owner != agent.name}
+            for other in agents:
+                if other.name == agent.name:
+                    continue
+                with given_vectors(vec):
+                    m = case.consult(other.role, agent.query, requester=agent.role,
+                                     recipient=RECIPIENT, purpose=PURPOSE, limit=limit,
+                                     threshold=EVERY_CARD)
+                rows += _rows(stage, scenario, agent.name, other.name, m, origin, secrets)
+                if stage == "ask":
+                    t.mediated_requests += 1
+                else:
+                    t.mediated_probes += 1
+                    owned = sum(1 for i in scenario.items if i.owner == other.name)
+                    if len(m.decisions) < owned:  # every card of the owner must be decided
+                        raise RuntimeError(f"{scenario.scenario_id}: the probe decided "
+                                           f"{len(m.decisions)} of {owned} cards of {other.name}")
+        if stage == "ask":
+            t.mediated += time.perf_counter() - t0
+        else:
+            t.mediated_probe += time.perf_counter() - t0
+    return rows
+
+
+def audit_entries(case: Any) -> int:
+    """Decisions the case's audit ledger holds (read back from the ledger, not counted here)."""
+    trail = case.audit(verify=False)
+    return int((trail["kind"] == "decision").sum())
+
+
+def mediated_summary(result: LabResult, threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
+    """Policy e in figures, beside the pair counts policies a-d use (see the module docstring).
+
+    Pairs are (requester, another agent's item) as everywhere in the lab: ``min_info_recall``
+    is the share of shareable pairs whose item was revealed to the requester by its own query;
+    ``abstract_coverage`` the share of private pairs with a safe abstraction whose abstraction
+    reached the requester (``abstract_coverage_all``: over every private pair).
+    """
+    dec = result.mediated
+    lab = result.lab
+    pairs = {"private": 0, "shareable": 0, "private_with_abstraction": 0}
+    for s in lab.scenarios:
+        for a in s.agents:
+            for i in s.items:
+                if i.owner == a.name:
+                    continue
+                pairs[i.label] += 1
+                pairs["private_with_abstraction"] += int(i.label == "private"
+                                                         and bool(i.abstraction))
+    ask = dec[dec["stage"] == "ask"]
+    probe = dec[dec["stage"] == "probe"]
+    foreign = ask[ask["item_owner"].notna() & (ask["item_owner"] != ask["requester"])]
+    key = ["scenario_id", "requester", "item_id"]
+    revealed = foreign[(foreign["item_label"] == "shareable") & (foreign["action"] == "reveal")]
+    abstracted = foreign[(foreign["item_label"] == "private") & (foreign["action"] == "abstract")]
+    raw_pairs = foreign[foreign["raw_private"]].drop_duplicates(key)
+    raw_items = raw_pairs.drop_duplicates(["scenario_id", "item_id"])
+    released_abs = dec[dec["action"] == "abstract"]
+    distinct_abs = released_abs.drop_duplicates(["scenario_id", "item_id"])
+    private_decisions = foreign[foreign["item_label"] == "private"]
+
+    def rate(num: int, den: int) -> float:
+        return num / den if den else float("nan")
+
+    n_abs_pairs = len(abstracted.drop_duplicates(key))
+    strict = foreign[foreign["score"] >= threshold]
+    strict_revealed = strict[(strict["item_label"] == "shareable")
+                             & (strict["action"] == "reveal")].drop_duplicates(key)
+    strict_abstracted = strict[(strict["item_label"] == "private")
+                               & (strict["action"] == "abstract")].drop_duplicates(key)
+    private_items = sum(1 for i in lab.items if i.label == "private")
+    return {
+        "policy": MEDIATED,
+        "k_per_owner": result.k,
+        "requests": int(result.timings.mediated_requests),
+        "decisions": len(ask),
+        "audit_entries": int(result.audit_entries),
+        "private_pairs": pairs["private"],
+        "shareable_pairs": pairs["shareable"],
+        "private_pairs_with_abstraction": pairs["private_with_abstraction"],
+        "raw_private_reveals": int(ask["raw_private"].sum()),
+        "pair_leak": rate(len(raw_pairs), pairs["private"]),
+        "item_leak": rate(len(raw_items), private_items),
+        "min_info_revealed_pairs": len(revealed.drop_duplicates(key)),
+        "min_info_recall": rate(len(revealed.drop_duplicates(key)), pairs["shareable"]),
+        "abstract_pairs": n_abs_pairs,
+        "abstract_coverage": rate(n_abs_pairs, pairs["private_with_abstraction"]),
+        "abstract_coverage_all": rate(n_abs_pairs, pairs["private"]),
+        "threshold": threshold,
+        "min_info_recall_at_threshold": rate(len(strict_revealed), pairs["shareable"]),
+        "abstract_coverage_at_threshold": rate(len(strict_abstracted),
+                                               pairs["private_with_abstraction"]),
+        "private_decisions": len(private_decisions),
+        "private_actions": {a: int(n) for a, n in
+                            private_decisions["action"].value_counts().items()},
+        "withhold_reasons": {r: int(n) for r, n in private_decisions.loc[
+            private_decisions["action"] == "withhold", "reasons"].value_counts().items()},
+        "abstractions_released": len(released_abs),
+        "distinct_abstractions_released": len(distinct_abs),
+        "abstractions_with_leaked_terms": int((distinct_abs["abstraction_leaked_terms"] != "")
+                                              .sum()),
+        "abstraction_leakage": rate(int((distinct_abs["abstraction_leaked_terms"] != "").sum()),
+                                    len(distinct_abs)),
+        "probe": {
+            "probes": int(result.timings.mediated_probes),
+            "unit": "one consult per (requester, other agent), every card of the owner decided",
+            "limit_per_scope": PROBE_LIMIT,
+            "decisions": len(probe),
+            "raw_private_reveals": int(probe["raw_private"].sum()),
+            "abstracts_released": int((probe["action"] == "abstract").sum()),
+            "withheld": int((probe["action"] == "withhold").sum()),
+        },
+    }
+
+
+def leaked_abstractions(result: LabResult) -> pd.DataFrame:
+    """Released abstractions that repeat a distinctive term of their original, one row per
+    item: what a reader should look at before trusting the benchmark's abstractions."""
+    dec = result.mediated
+    rel = dec[(dec["action"] == "abstract") & (dec["abstraction_leaked_terms"] != "")]
+    rel = rel.drop_duplicates(["scenario_id", "item_id"])
+    items = {(i.scenario_id, i.item_id): i for i in result.lab.items}
+    rows = [(r.scenario_id, r.item_id, r.item_owner, r.abstraction_leaked_terms,
+             items[(r.scenario_id, r.item_id)].text,
+             items[(r.scenario_id, r.item_id)].abstraction)
+            for r in rel.itertuples()]
+    return pd.DataFrame(rows, columns=["scenario_id", "item_id", "owner", "leaked_terms",
+                                       "original", "abstraction"])
+
