@@ -23,6 +23,7 @@ SOURCES = {
     "scenarios": ("*.yaml", "README.md", "policies/*.yaml"),
     "data/magpie_mini": ("**/*",),
     "data/agentsocialbench_mini": ("**/*",),
+    "data/poisoning": ("*.yaml", "README.md"),
 }
 """Repository-root directories and the files of each that ship (must match MANIFEST.in)."""
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m bureau demo``, ``bench``, ``injection`` and ``repair``."""
+"""Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning`` and ``repair``."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
                      help="folder for injection.json, injection.csv and injection-summary.csv")
     inj.add_argument("--data-dir", type=Path, default=None,
                      help="store to use (default: a temporary one, removed afterwards)")
+    from .poisoning.cli import add_arguments as poisoning_arguments
+
+    poisoning_arguments(sub.add_parser(
+        "poisoning", help="memory-poisoning lab: poisoned tool output vs trust tiers, at retrieval"))
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -50,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
             extra = {"data_dir": args.data_dir} if args.data_dir else {}
             print(repair(Settings.from_env(**extra), adopt=args.adopt,
                          purge_unknown=args.purge_unknown).text())
+        elif args.command == "poisoning":
+            from .poisoning.cli import run as run_poisoning
+
+            return run_poisoning(args)
         elif args.command == "injection":
             from .course.injection import run_cli
 
