@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from conftest import REPO
 
+import bureau.course.beyond  # noqa: F401  (registers lesson 08's exercise)
 import bureau.course.injection  # noqa: F401  (registers lesson 06's exercise)
 import bureau.course.purpose  # noqa: F401  (registers lesson 07's exercise)
 

@@ -68,6 +68,10 @@ COURSE: list[Lesson] = [
     Lesson("07_purpose_bound.ipynb", "07 · Purpose-bound memory: withhold, abstract or reveal",
            "who asks, for whom and why: a policy decides per card, with an audit trail, grants "
            "that expire, revocation and a disclosure budget"),
+    Lesson("08_beyond_the_board.ipynb",
+           "08 · Beyond the bulletin board: trust tiers, team scopes, memory poisoning",
+           "untrusted tool output that never reaches long-term memory, the poisoning lab, a task "
+           "scope with invitations, two processes converging, a removed member"),
 ]
 """The course, in order: the one table navigation and contents are generated from."""
 STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); set `BUREAU_CASE` "
