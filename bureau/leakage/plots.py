@@ -221,11 +221,11 @@ def mediation(summary: pd.DataFrame, mediated: dict, name: str = "MAGPIE") -> Fi
     ax.set_xticks(x, [POLICY_LABELS.get(p, "e: bureau + mediation") for p in names],
                   rotation=20, ha="right")
     ax.set_ylabel("% of (requester, other agent's item) pairs")
-    ax.set_ylim(0, 100)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.set_ylim(0, 118)  # room for the legend above the bars
+    ax.legend(loc="upper left", fontsize=8, ncols=2)
     ax.set_title(
         f"{name}: mediation reveals no private item raw "
         f"({mediated['raw_private_reveals'] + mediated['probe']['raw_private_reveals']} of "
-        f"{mediated['decisions'] + mediated['probe']['decisions']:,} decisions) and lets "
-        f"{100 * mediated['abstract_coverage']:.0f}% of abstractions flow", fontsize=10)
+        f"{mediated['decisions'] + mediated['probe']['decisions']:,} decisions) and delivers "
+        f"{100 * mediated['abstract_coverage']:.1f}% of the safe abstractions", fontsize=10)
     return fig

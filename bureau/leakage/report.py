@@ -960,18 +960,20 @@ def mediated_values(a: Analysis) -> dict[str, str]:
     pol = {r["policy"]: r for r in a.policies.to_dict(orient="records")}
     a1, a2 = a.cell(SHARED_POOL), a.cell(SHARED_POOL, 2 * k)
     rows = [
-        [POLICY_LABELS[SHARED_POOL] + f", top-{k}", _pct(a1["pair_leak"]),
+        [POLICY_LABELS[SHARED_POOL] + f", top-{k}", f"{k} in all", _pct(a1["pair_leak"]),
          _pct(a1["shareable_recall"]), "—"],
-        [POLICY_LABELS[SHARED_POOL] + f", top-{2 * k}", _pct(a2["pair_leak"]),
-         _pct(a2["shareable_recall"]), "—"],
+        [POLICY_LABELS[SHARED_POOL] + f", top-{2 * k}", f"{2 * k} in all",
+         _pct(a2["pair_leak"]), _pct(a2["shareable_recall"]), "—"],
     ]
     for p in BUREAU_POLICIES:
         r = pol[p]
-        rows.append([POLICY_LABELS[p], _pct(r["private_leak_rate_pairs"]),
+        rows.append([POLICY_LABELS[p], f"{k} per scope (own + board)",
+                     _pct(r["private_leak_rate_pairs"]),
                      _pct(r["shareable_recall"]),
                      f"{r['abstraction_pairs_delivered']:,} pairs (published)" if p ==
                      "d_bureau_abstractions" else "—"])
-    rows.append(["e: bureau + mediation", _pct(m["pair_leak"]), _pct(m["min_info_recall"]),
+    rows.append(["e: bureau + mediation", f"{k} per other agent, decided",
+                 _pct(m["pair_leak"]), _pct(m["min_info_recall"]),
                  f"{_pct(m['abstract_coverage'])} ({m['abstract_pairs']:,} pairs)"])
     actions = m["private_actions"]
     if a.kind == "agentsocialbench":
@@ -1019,7 +1021,7 @@ def mediated_values(a: Analysis) -> dict[str, str]:
         or "none",
         "audit": _num(m["audit_entries"]),
         "pairing": pairing,
-        "compare_table": _md_table(["policy", "private pairs leaked (raw)",
+        "compare_table": _md_table(["policy", "cards read", "private pairs leaked (raw)",
                                     "shareable / minimum-info recall", "abstractions"], rows),
         "plot_mediation": f"{a.slug}_{PLOTS['mediation']}",
     }
