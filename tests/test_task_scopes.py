@@ -456,7 +456,7 @@ def test_versions_first_write_update_and_stale(case):
 def test_bad_writes_are_refused_before_anything_is_stored(case):
     case.create_scope("detective", "desk")
     for kwargs in ({"read_version": -1}, {"read_version": True}, {"read_version": "1"},
-                   {"read_version": 1.0}):
+                   {"read_version": 1.0}, {"read_version": 10**30}, {"read_version": 2**62}):
         with pytest.raises(InvalidArgumentError):
             case.scope_write("desk", "detective", "k", "text", **kwargs)
     with pytest.raises(InvalidTextError):

@@ -29,11 +29,16 @@ def check_key(key: object) -> str:
     return clean_name(key, what="key")
 
 
+MAX_VERSION = 2**62
+"""Versions are stored as 64-bit integers; a read version at or above this was never read."""
+
+
 def next_version(read_version: object) -> int:
     """The version a write carries: ``(read_version or 0) + 1``; ``None`` means a first write."""
     if read_version is None:
         return 1
-    if isinstance(read_version, bool) or not isinstance(read_version, int) or read_version < 0:
+    if isinstance(read_version, bool) or not isinstance(read_version, int) \
+            or not 0 <= read_version < MAX_VERSION:
         raise InvalidArgumentError(
             f"read_version must be None (first write) or the whole number ≥ 0 you read, not "
             f"{short_repr(read_version)}.")
