@@ -24,6 +24,7 @@ from bureau.leakage.convert import (
 )
 from bureau.leakage.labset import LabSet
 from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie, subset
+from bureau.leakage.mediated import mediated_summary
 from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
 from bureau.leakage.policies import SHARED_POOL
 from bureau.leakage.report import domain_table, relevance, summarize, summary_table
@@ -44,6 +45,7 @@ __all__ = [
     "domain_table",
     "load_dataset",
     "load_second_benchmark",
+    "mediated_summary",
     "plots",
     "query_text",
     "relevance",
