@@ -225,6 +225,21 @@ def test_deleting_the_case_ends_its_runs(bureau):
         pass
 
 
+def test_resetting_the_case_ends_its_runs(case):
+    """A run started before a reset must not write into the fresh namespace (it did: its next
+    tool output landed there and stayed searchable inside the run)."""
+    run = case.start_run("detective")
+    run.tool_output(PAGE, "https://news.example/safe")
+    case.reset()
+    assert case.bureau.ledger.run_record(run.id) is None
+    with pytest.raises(RunEndedError):
+        run.tool_output(PAGE, "https://news.example/safe")
+    with pytest.raises(RunEndedError):
+        run.retrieve(SAFE_Q)
+    assert case.bureau.gateway.count(case.space, run.owner_id) == 0
+    assert not [o for o in case.spaces() if o.startswith("run:")]
+
+
 # -- promotion -----------------------------------------------------------------------------------
 def _promotions(case) -> list[dict]:
     return [e for e in case.bureau.ledger.audit_entries(case.id, case.token)

@@ -332,6 +332,9 @@ class BaseLedger(TaskScopeLedger):
                 db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ?", (case_id,))
             for table in TASK_SCOPE_TABLES:  # task scopes live in the purged namespace too
                 db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ?", (case_id,))
+            # and so do the runs' ephemeral cards: a run started before the reset has ended (its
+            # next write sees no row and takes its card back), so it cannot refill the new space
+            db.run(f"DELETE FROM {self._t('runs')} WHERE case_id = ?", (case_id,))
         return old
 
     def delete_case(self, case_id: str, token: str | None = None) -> CaseRecord:
