@@ -134,8 +134,13 @@ class Case:
     def scopes_for(self, role: str) -> list[str]:
         """The only spaces a role may search (see :mod:`bureau.scopes`): its own, the board, and
         the shared task scopes it is an accepted member of (read from the ledger now)."""
-        role = self.role(role)
-        return readable_scopes(role, tuple(SharedScopes(self).view(role)))
+        return self._scopes(self.role(role))[0]
+
+    def _scopes(self, role: str) -> tuple[list[str], dict[str, frozenset[str]]]:
+        """The role's readable scopes, and for its task scopes the ids of the cards showing
+        current values (one ledger read, shared by the scope list and the search filter)."""
+        shown = SharedScopes(self).view(role)
+        return readable_scopes(role, tuple(shown)), shown
 
     def _seed(self) -> None:
         gw = self.bureau.gateway
@@ -198,8 +203,7 @@ class Case:
         threshold: float | None = None,
     ) -> RetrievalTrace:
         # Shared task scopes the role is a member of now: owner id -> cards showing key values.
-        shown = SharedScopes(self).view(self.role(role))
-        scopes = readable_scopes(self.role(role), tuple(shown))
+        scopes, shown = self._scopes(self.role(role))
         if run_scope is not None:  # a run's own ephemeral scope (trust tiers), searched first
             scopes = [run_scope, *scopes]
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
