@@ -2,6 +2,22 @@
 
 It decides which spaces a request may search and hands widgets, responders and the lab only the
 cards it decided they may see; it never imports PowerMem (the storage layer does).
+
+Threat model (README.md, "Threat model"):
+
+* The operator is trusted: whoever holds a ``Bureau`` or a ``Case``, or can write the data
+  directory. Nothing here protects anything from the operator.
+* An agent acts as exactly one role of one case, only through the handle it was given
+  (``case.agent(role)``, its ``tools()`` and ``call_tool()``). An LLM that obeys any text it
+  reads may drive it, so it may pick any argument of those tools, ask any question any number
+  of times, and time the answers. It cannot run code in this process or read the bureau's files.
+* An observer sees only the outward views, ``Case.stage()`` and ``Case.events()``.
+
+So the service decides what an agent may read from the principal its handle carries, never from
+an argument or from the text of a question or a card, and no outward view carries private text,
+a question or an answer. Known gaps: a consult's trace still carries the owner's withheld cards
+(issue 19 §2); the audit chain is unkeyed, so whoever can write the ledger file can rewrite it
+(issue 19 §3); revocation misses derived copies such as promoted copies (issue 19 §1).
 """
 
 from .bureau import Bureau
