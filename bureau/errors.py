@@ -227,3 +227,19 @@ class UnknownScopeKeyError(TaskScopeError):
     """A member asked for a key nobody has written in that scope."""
 
     hint = "List the keys with case.scope_keys(name, role)."
+
+
+class UnknownPrincipalError(BureauError):
+    """A requester that is neither a role of the case nor a declared principal.
+
+    Identities are held, not typed: an undeclared name would otherwise start with a fresh
+    disclosure budget and match no grant, so it is refused instead."""
+
+    hint = ("Act through a handle: case.agent(role) for a role, case.requester(name) for a "
+            "principal the scenario or the policy file declares under `principals:`.")
+
+
+class ToolCallError(InvalidArgumentError):
+    """A tool call an agent's model made is not one of its tools or has bad arguments.
+
+    Nothing was done; the message is safe to hand back to the model."""

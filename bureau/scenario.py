@@ -136,6 +136,24 @@ class RoleSpec(_Strict):
         return _text(v, "role description", MAX_CARD_CHARS) if v else v
 
 
+class PrincipalSpec(_Strict):
+    """A requester that is not a role (the press, an insurer, an outside service): it has no
+    private space and may only consult roles through the mediator, with its own budget."""
+
+    name: str
+    title: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        return _name(v, "principal name")
+
+    @field_validator("title")
+    @classmethod
+    def _check_title(cls, v: str) -> str:
+        return _text(v, "principal title", MAX_TITLE_CHARS) if v else v
+
+
 class SeedMemory(_Strict):
     """A card a role holds privately when the case opens; ``key`` lets questions refer to it."""
 
@@ -231,6 +249,7 @@ class Scenario(_Strict):
     language: str = "en"
     summary: str = ""
     roles: list[RoleSpec]
+    principals: list[PrincipalSpec] = []
     memories: dict[str, list[SeedMemory]] = {}
     questions: list[Question] = []
     source_path: Path | None = None
@@ -323,6 +342,16 @@ def _cross_problems(s: Scenario) -> list[str]:
         if name in seen_roles:
             problems.append(f"roles[{i}].name: duplicate role {name!r}")
         seen_roles.add(name)
+
+    seen_principals: set[str] = set()
+    for i, spec in enumerate(s.principals):
+        if spec.name in seen_roles or spec.name in (BOARD, "chief"):
+            what = "a role" if spec.name in seen_roles else "reserved"
+            problems.append(f"principals[{i}].name: {spec.name!r} is {what}; a declared "
+                            "principal is a requester that is not a role")
+        elif spec.name in seen_principals:
+            problems.append(f"principals[{i}].name: duplicate principal {spec.name!r}")
+        seen_principals.add(spec.name)
 
     seen_keys: dict[str, str] = {}
     for role, cards in s.memories.items():

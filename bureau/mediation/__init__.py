@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from ..model import MemoryCard, RetrievalTrace
 
 if TYPE_CHECKING:
-    from ..service.case import Case
     from .invocation import Invocation
     from .mediator import Decision, MediationContext
     from .policy import Policy
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 class Mediator(Protocol):
     """Sits between retrieval and answering; may withhold, abstract or reveal each hit."""
 
-    def mediate(self, case: Case, role: str, trace: RetrievalTrace) -> Sequence[MemoryCard]: ...
+    def mediate(self, role: str, trace: RetrievalTrace) -> Sequence[MemoryCard]: ...
 
 
 @runtime_checkable
@@ -41,8 +40,6 @@ class DecidingMediator(Protocol):
 
     policy: Policy
 
-    def mediate(self, case: Case, role: str, trace: RetrievalTrace) -> Sequence[MemoryCard]: ...
-
     def decide(self, inv: Invocation, candidates: Sequence[MemoryCard],
                ctx: MediationContext) -> list[Decision]: ...
 
@@ -50,7 +47,7 @@ class DecidingMediator(Protocol):
 class PassThrough:
     """No mediation: a role may use every relevant card in its scopes."""
 
-    def mediate(self, case: Case, role: str, trace: RetrievalTrace) -> Sequence[MemoryCard]:
+    def mediate(self, role: str, trace: RetrievalTrace) -> Sequence[MemoryCard]:
         return trace.hits
 
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ..model import BOARD, Answer, MemoryCard, ScopeResult
 from ..tiers.provenance import parse_run_owner
 from .abstraction import Abstractor, abstracted, leaked_terms
 from .grants import Grant, best_grant
@@ -35,8 +35,6 @@ from .policy import ACTIONS, UNLABELLED, Policy, first_match
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from ..service.case import Case
 
 REASONS: dict[str, str] = {
     "owner-policy-allows": "a policy rule allows revealing this card",
@@ -135,6 +133,19 @@ class Mediation:
     def released(self) -> list[MemoryCard]:
         return [d.card for d in self.decisions if d.card is not None]
 
+    def released_view(self) -> Mediation:
+        """What the requester may receive when the memory is not its own: the released cards,
+        their decisions, and an answer whose trace holds those cards only (no withheld or
+        below-threshold card, no timing); the full X-ray stays with the operator."""
+        out = {c.id: c for c in self.released}
+        trace = self.answer.trace
+        scopes = tuple(ScopeResult(s.scope, tuple(out[c.id] for c in s.hits if c.id in out), (),
+                                   0.0) for s in trace.scopes)
+        shown = replace(trace, scopes=scopes, embed_ms=0.0, total_ms=0.0)
+        return Mediation(self.invocation,
+                         tuple(d for d in self.decisions if d.card is not None),
+                         replace(self.answer, trace=shown), self.policy_version)
+
     def table(self) -> pd.DataFrame:
         """The decisions as a DataFrame (card, owner, action, reasons, message, cost)."""
         import pandas as pd
@@ -163,12 +174,6 @@ class PolicyMediator:
 
     def __repr__(self) -> str:
         return f"<PolicyMediator {self.policy.describe()} from {self.policy.source}>"
-
-    def mediate(self, case: Case, role: str, trace: RetrievalTrace) -> Sequence[MemoryCard]:
-        """The plain protocol: a default invocation, no grants, no budget spent yet."""
-        inv = Invocation.make(trace.case_id, role, trace.question)
-        return [d.card for d in self.decide(inv, trace.hits, MediationContext())
-                if d.card is not None]
 
     def decide(
         self, inv: Invocation, candidates: Sequence[MemoryCard], ctx: MediationContext

@@ -146,6 +146,10 @@ class Policy(_Strict):
     budget: Budget | None = None
     """``None``: no disclosure budget."""
     rules: tuple[Rule, ...] = ()
+    principals: tuple[str, ...] = ()
+    """Requesters that are not roles (the press, an outside service) this policy speaks of:
+    each gets a handle (``case.requester(name)``) and a budget of its own; any other name that
+    is not a role is refused."""
     source: str = "<policy>"
 
     @field_validator("version")
@@ -153,6 +157,22 @@ class Policy(_Strict):
     def _version(cls, v: str) -> str:
         if not v.strip() or len(v) > 64 or any(c.isspace() for c in v):
             raise ValueError("a short label without blanks, such as '2026-06-22.1'")
+        return v
+
+    @field_validator("principals", mode="before")
+    @classmethod
+    def _principals(cls, v: Any) -> Any:
+        return _slugs(v)
+
+    @field_validator("principals")
+    @classmethod
+    def _principal_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for item in v:
+            if not NAME_RE.fullmatch(item) or item in ("board", "chief"):
+                raise ValueError(f"{item!r} is not a principal name (lowercase letters, digits, "
+                                 "- or _; not 'board' or 'chief')")
+        if len(set(v)) != len(v):
+            raise ValueError("a principal is declared twice")
         return v
 
     @field_validator("rules")
@@ -282,7 +302,19 @@ def first_match(policy: Policy, labels: dict[str, str], now: datetime) -> tuple[
 
 
 __all__ = ["ACTIONS", "RECIPIENTS", "UNLABELLED", "Budget", "Match", "Policy", "Rule",
-           "default_policy_path", "first_match", "load_policy", "matches", "parse_policy"]
+           "closed_policy", "default_policy_path", "first_match", "load_policy", "matches", "parse_policy"]
+
+
+def closed_policy() -> Policy:
+    """What decides when no policy is configured and a principal asks another role's memory:
+    board copies and the asker's own memory are revealed, nothing private of anyone else is."""
+    return parse_policy({
+        "version": "built-in-closed", "default": "withhold",
+        "rules": [{"id": "board-is-public", "match": {"visibility": "public"},
+                   "action": "reveal"},
+                  {"id": "own-memory", "match": {"requester_is_owner": True},
+                   "action": "reveal"}],
+    }, source="<built-in closed policy>")
 
 
 def default_policy_path() -> Path:

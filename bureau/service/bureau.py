@@ -32,7 +32,7 @@ from ..settings import Settings
 from ..text import clean_case_id, short_repr
 from .assembly import assemble, reconfigure
 from .case import Case
-from .runs import sweep_runs
+from .rooms.runs import sweep_runs
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,9 @@ class Bureau:
         self.sweep_runs()
         # Board copies whose deletion failed earlier (in any process): retry now. A damaged
         # case fails alone, when it is touched; it must not keep every other case closed.
-        for task_case in sorted({t.case_id for t in self.ledger.cleanup_tasks()}):
+        for task_case in sorted({t.case_id for t in self.ledger.publishes.cleanup_tasks()}):
             try:
-                if self.ledger.get_case(task_case):
+                if self.ledger.cases.get(task_case):
                     self.case(task_case).recover()
             except BureauError as exc:
                 log.warning("case %s was not recovered on open: %s", task_case, exc)
@@ -80,8 +80,8 @@ class Bureau:
         stored = self.gateway.spaces()
         if not stored:
             return {"swept": 0, "unknown": 0}
-        retired = self.ledger.retired_spaces()
-        live = {r.space.store_id for r in self.ledger.list_cases()}
+        retired = self.ledger.cases.retired_spaces()
+        live = {r.space.store_id for r in self.ledger.cases.all()}
         swept = 0
         for store_id in sorted((stored & retired) - live):
             swept += self.gateway.purge_space(store_id)
@@ -110,7 +110,7 @@ class Bureau:
             return 0
         for rec, deleted in swept:
             try:
-                self._emit_many(rec.case_id, [("run.ended", {
+                self.record_events(rec.case_id, [("run.ended", {
                     "run_id": rec.run_id, "role": rec.role, "deleted": deleted, "promoted": 0,
                     "swept": True})], rec.token)
             except BureauError:  # the case was deleted meanwhile: nobody reads its events
@@ -179,27 +179,24 @@ class Bureau:
     # -- events ------------------------------------------------------------------------------
     def last_event(self, case_id: str, type_: str | None = None) -> Event | None:
         """The newest outward event of a case (of one type): what the stage polls."""
-        return self.ledger.last_event(case_id, type_)
+        return self.ledger.event_log.last(case_id, type_)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with every event of every case; returns an unsubscribe function."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def _emit(self, case_id: str, type_: str, payload: dict[str, Any]) -> Event:
-        return self._emit_many(case_id, [(type_, payload)])[0]
-
-    def _emit_many(
+    def record_events(
         self, case_id: str, items: list[tuple[str, dict[str, Any]]], token: Any = ...
     ) -> list[Event]:
         """Record events (one ledger transaction), then tell every listener about each.
 
         With ``token`` the events are recorded only while the case is that incarnation.
         """
-        events = self.ledger.append_events(case_id, items, token) if items else []
-        return self._notify(events)
+        events = self.ledger.event_log.append_many(case_id, items, token) if items else []
+        return self.notify(events)
 
-    def _notify(self, events: list[Event]) -> list[Event]:
+    def notify(self, events: list[Event]) -> list[Event]:
         """Tell every listener about events already recorded (by any ledger transaction)."""
         for event in events:
             for listener in list(self._listeners):
@@ -229,18 +226,18 @@ class Bureau:
             case_id = f"{scenario.id}-{uuid.uuid4().hex[:6]}"
         case_id = clean_case_id(case_id)
         snapshot = self._snapshot_path(case_id)
-        record = self.ledger.add_case(case_id, scenario.id, scenario.title, uuid.uuid4().hex[:12])
+        record = self.ledger.cases.add(case_id, scenario.id, scenario.title, uuid.uuid4().hex[:12])
         try:
             self._write_scenario(snapshot, scenario, record)
             case = Case(self, record, scenario)
             self._cases[case_id] = case
-            self._emit(case_id, "case.created",
-                       {"scenario_id": scenario.id, "roles": scenario.role_names})
-            case._seed()
+            self.record_events(case_id, [("case.created", {"scenario_id": scenario.id,
+                                                           "roles": scenario.role_names})])
+            case.writing.seed(case.scenario)
         except BaseException:
             self._cases.pop(case_id, None)
             try:
-                self.ledger.delete_case(case_id, record.token)
+                self.ledger.cases.delete(case_id, record.token)
             finally:
                 snapshot.unlink(missing_ok=True)
                 self.gateway.purge_space(record.space.store_id)
@@ -260,7 +257,7 @@ class Bureau:
         directory, or (server store) a row on the server, since instances share no folder."""
         body = json.dumps(scenario.to_dict(), indent=1)
         if self.settings.store == "server":
-            self.ledger.put_snapshot(record.case_id, record.token, body)  # type: ignore[attr-defined]
+            self.ledger.snapshots.put(record.case_id, record.token, body)  # type: ignore[attr-defined]
             return
         from ..storage.files import write_private
 
@@ -275,7 +272,7 @@ class Bureau:
                 "scenario again, or restore the file from a backup.")
         try:
             if self.settings.store == "server":
-                body = self.ledger.get_snapshot(record.case_id)  # type: ignore[attr-defined]
+                body = self.ledger.snapshots.get(record.case_id)  # type: ignore[attr-defined]
                 if body is None:
                     raise FileNotFoundError(record.case_id)
                 path = Path(f"<server snapshot of {record.case_id}>")
@@ -303,7 +300,7 @@ class Bureau:
         """Reattach to an existing case by id (also one created by another process)."""
         if type(case_id) is not str or len(case_id) > 128:
             raise UnknownCaseError(f"There is no case {short_repr(case_id)}.")
-        record = self.ledger.get_case(case_id)
+        record = self.ledger.cases.get(case_id)
         if record is None:
             self._cases.pop(case_id, None)
             raise UnknownCaseError(
@@ -317,7 +314,7 @@ class Bureau:
         return case
 
     def cases(self) -> list[CaseRecord]:
-        return self.ledger.list_cases()
+        return self.ledger.cases.all()
 
     def delete_case(self, case_id: str) -> int:
         """Delete a case for every holder, in every process; returns the cards removed.
@@ -327,7 +324,7 @@ class Bureau:
         the same id gets a new, empty namespace.
         """
         case = self.case(case_id)
-        old = self.ledger.delete_case(case.id, case.token)
+        old = self.ledger.cases.delete(case.id, case.token)
         self._cases.pop(case.id, None)
         self._snapshot_path(case.id).unlink(missing_ok=True)
         return self.gateway.purge_space(old.space.store_id)

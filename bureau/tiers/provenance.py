@@ -52,14 +52,15 @@ SEARCHED_OUTSIDE_RUN: tuple[str, ...] = ROLE_TIERS
 SEARCHED_IN_RUN: tuple[str, ...] = TIERS
 """What a retrieval inside a run searches: that run's ephemeral scope as well."""
 
-PROVENANCES: tuple[str, ...] = ("seed", "whisper", "tool-output", "promotion", "publication")
+PROVENANCES: tuple[str, ...] = ("seed", "whisper", "agent-note", "tool-output", "promotion",
+                                 "publication")
 """Where a card's content came from."""
 
 TRUSTED, UNTRUSTED = "trusted", "untrusted"
 TRUST_VALUES: tuple[str, ...] = (TRUSTED, UNTRUSTED)
 TRUST = TRUST_VALUES
 TRUST_BY_PROVENANCE: Mapping[str, str] = {
-    "seed": TRUSTED, "whisper": TRUSTED, "tool-output": UNTRUSTED,
+    "seed": TRUSTED, "whisper": TRUSTED, "agent-note": TRUSTED, "tool-output": UNTRUSTED,
     "promotion": TRUSTED, "publication": TRUSTED,
 }
 """The trust a card gets when it is written; a promotion or a publication keeps its source's."""

@@ -1,11 +1,11 @@
-"""Shared task scopes on the card store and the ledger: what :class:`Case`'s scope methods do.
+"""The task-scopes room: shared task scopes on the card store and the ledger.
 
 The rules are in :mod:`bureau.task_scopes` and are applied inside ledger transactions
 (:mod:`bureau.ledger.task_scopes`); this module adds the texts, which live in the card store like
 every other card of the case, under two owner ids per scope:
 
 * ``task:<name>:log`` -- one card per write, stale writes included: the scope's history. Never
-  searched by anyone; read only through :meth:`Case.scope_read` / :meth:`Case.scope_history`,
+  searched by anyone; read only through :meth:`TaskScopes.read` / :meth:`TaskScopes.history`,
   by id, after the ledger said the reader is a member.
 * ``task:<name>`` -- one card per key, showing the key's current value (a copy of the winning
   write's text, labelled with the writer as ``source_role``): what members' searches, card
@@ -25,65 +25,113 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BoundaryViolation, DamagedDataError
-from ..model import CaseSpace
-from ..task_scopes.inbox import InboxPage, check_cursor, check_page
-from ..task_scopes.membership import (
+from ...errors import BoundaryViolation, DamagedDataError
+from ...model import CaseSpace
+from ...task_scopes.inbox import InboxPage, check_cursor, check_page
+from ...task_scopes.membership import (
+    Membership,
     TaskScope,
     check_scope_name,
     log_owner_id,
     scope_owner_id,
 )
-from ..task_scopes.versions import (
+from ...task_scopes.versions import (
     ScopeValue,
     ScopeWrite,
     WriteResult,
     check_key,
     next_version,
 )
-from ..text import clean_text
+from ...text import clean_text
+from .context import CaseContext
 
 if TYPE_CHECKING:
-    from ..model import Event
-    from .case import Case
+    from ...model import Event
 
 MAX_SETTLE_ROUNDS = 8
 """Settle attempts per write; past them a later write (or reader's write) settles the key."""
 
 
-class SharedScopes:
-    """The store and ledger work behind one case's task scopes (built per call, holds nothing)."""
+class TaskScopes:
+    """The store and ledger work behind one case's task scopes.
 
-    def __init__(self, case: Case) -> None:
-        self.case = case
-        self.gateway = case.bureau.gateway
-        self.ledger = case.bureau.ledger
+    Operations take the acting role first (an agent's handle fills it in: ``agent.scopes``);
+    the operator's own view is :meth:`all` and :meth:`memberships`.
+    """
+
+    def __init__(self, ctx: CaseContext) -> None:
+        self._ctx = ctx
+        self.gateway = ctx.gateway
+        self.ledger = ctx.ledger
+        self.case_id = ctx.case_id
+        self.token = ctx.token
 
     def _notify(self, events: list[Event]) -> None:
-        self.case.bureau._notify(events)
+        self._ctx.notify(events)
 
     # -- membership --------------------------------------------------------------------------
-    def create(self, owner: str, name: str) -> TaskScope:
-        owner = self.case.role(owner)
+    def create(self, owner: str, name: object) -> TaskScope:
+        """Create a scope owned by the role ``owner`` (its first member). Its cards are stored
+        under ``task:<name>``; names are case-wide and never reused (``ScopeExistsError``)."""
+        owner = self._ctx.role(owner)
         name = check_scope_name(name)
-        self.case.space  # noqa: B018 - raises UnknownCaseError for a deleted case
-        scope, events = self.ledger.create_task_scope(self.case.id, self.case.token, name, owner)
+        self._ctx.space()
+        scope, events = self.ledger.create_task_scope(self.case_id, self.token, name, owner)
         self._notify(events)
         return scope
 
+    def invite(self, name: object, by: str, role: str) -> TaskScope:
+        """The owner ``by`` invites ``role``; it reads and writes nothing until it accepts."""
+        return self.change("invite", name, by, role)
+
+    def accept(self, name: object, role: str) -> TaskScope:
+        """Accept a pending invitation: from now on the scope is searched for ``role``."""
+        return self.change("accept", name, role)
+
+    def decline(self, name: object, role: str) -> TaskScope:
+        return self.change("decline", name, role)
+
+    def remove(self, name: object, by: str, role: str) -> TaskScope:
+        """The owner removes a member (or withdraws an invitation): it loses access on every
+        read path at once, in every process (membership is read on every request)."""
+        return self.change("remove", name, by, role)
+
+    def transfer(self, name: object, by: str, to: str) -> TaskScope:
+        """The owner hands the scope to ``to``, who must be an accepted member."""
+        return self.change("transfer", name, by, to)
+
+    def archive(self, name: object, by: str) -> TaskScope:
+        """Members still read an archived scope; no writes or membership changes."""
+        return self.change("archive", name, by)
+
+    def delete(self, name: object, by: str) -> TaskScope:
+        """Delete the scope for everyone: its cards are purged (verified), its name retired."""
+        return self.change("delete", name, by)
+
     def change(self, op: str, name: object, actor: str, target: str | None = None) -> TaskScope:
         """One membership operation; ``delete`` also purges the scope's cards (verified)."""
-        actor = self.case.role(actor)
-        target = None if target is None else self.case.role(target)
+        actor = self._ctx.role(actor)
+        target = None if target is None else self._ctx.role(target)
         name = check_scope_name(name)
-        space = self.case.space
-        _, scope, events = self.ledger.change_task_scope(self.case.id, self.case.token, op,
+        space = self._ctx.space()
+        _, scope, events = self.ledger.change_task_scope(self.case_id, self.token, op,
                                                          name, actor, target)
         self._notify(events)
         if op == "delete":
             deleted = self.purge(space, name)
-            self.case._emit("scope.purged", {"scope": name, "deleted": deleted})
+            self._ctx.emit("scope.purged", {"scope": name, "deleted": deleted})
         return scope
+
+    def memberships(self, role: str) -> list[Membership]:
+        """The role's memberships and pending invitations (of scopes not deleted)."""
+        role = self._ctx.role(role)
+        self._ctx.space()
+        return self.ledger.memberships(self.case_id, role)
+
+    def all(self) -> list[TaskScope]:
+        """Every task scope of the case, deleted ones too (operator view)."""
+        self._ctx.space()
+        return self.ledger.task_scopes(self.case_id)
 
     def purge(self, space: CaseSpace, name: str, rounds: int = 100) -> int:
         """Delete every card of the scope (values and log) and verify none is left."""
@@ -104,11 +152,11 @@ class SharedScopes:
     def view(self, role: str | None) -> dict[str, frozenset[str]]:
         """Store owner id -> ids of the cards showing current values, for the live scopes
         ``role`` is an accepted member of (read from the ledger now)."""
-        return self.ledger.member_view(self.case.id, role)
+        return self.ledger.member_view(self.case_id, role)
 
     def members_of(self) -> dict[str, frozenset[str]]:
         """Store owner id -> accepted members, for every live scope (operator view)."""
-        return self.ledger.scope_members_of(self.case.id)
+        return self.ledger.scope_members_of(self.case_id)
 
     def hidden(self, space: CaseSpace, view: dict[str, frozenset[str]]) -> int:
         """How many cards in these scopes show no current value (being replaced, or left by a
@@ -117,68 +165,68 @@ class SharedScopes:
                    for owner, ids in view.items())
 
     def read(self, name: object, role: str, key: object) -> ScopeValue:
-        role = self.case.role(role)
+        role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
-        space = self.case.space
-        win = self.ledger.scope_value(self.case.id, name, role, key)
+        space = self._ctx.space()
+        win = self.ledger.scope_value(self.case_id, name, role, key)
         card = self.gateway.get(space, log_owner_id(name), win.card_id)
         if card is None:
             # Purged by a delete that committed after the ledger read (then: the refusal any
             # non-member gets), or lost by the store while the scope lives (damage: say so).
-            self.ledger.task_scope_access(self.case.id, name, role)
+            self.ledger.task_scope_access(self.case_id, name, role)
             raise DamagedDataError(
                 f"The text of {key!r} (version {win.version}) in task scope {name!r} is missing "
                 "from the card store.", "Write the key again; see scope_history for its past.")
         return ScopeValue(key, card.content, win.version, win.writer, win.written_at)
 
     def keys(self, name: object, role: str) -> list[str]:
-        role = self.case.role(role)
+        role = self._ctx.role(role)
         name = check_scope_name(name)
-        self.case.space  # noqa: B018 - raises UnknownCaseError for a deleted case
-        return self.ledger.scope_keys(self.case.id, name, role)
+        self._ctx.space()
+        return self.ledger.scope_keys(self.case_id, name, role)
 
     def history(self, name: object, role: str, key: object) -> list[ScopeWrite]:
-        role = self.case.role(role)
+        role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
-        space = self.case.space
-        rows = self.ledger.scope_history(self.case.id, name, role, key)
+        space = self._ctx.space()
+        rows = self.ledger.scope_history(self.case_id, name, role, key)
         texts = {c.id: c.content for c in
                  self.gateway.list(space, log_owner_id(name), where={"topic": key})}
         return [ScopeWrite(**{**w.__dict__, "text": texts.get(w.card_id)}) for w in rows]
 
     def info(self, name: object, role: str) -> TaskScope:
-        role = self.case.role(role)
+        role = self._ctx.role(role)
         name = check_scope_name(name)
-        self.case.space  # noqa: B018
-        return self.ledger.task_scope_info(self.case.id, name, role)
+        self._ctx.space()
+        return self.ledger.task_scope_info(self.case_id, name, role)
 
     def inbox(self, role: str, cursor: int = 0, limit: int = 100) -> InboxPage:
-        role = self.case.role(role)
+        role = self._ctx.role(role)
         cursor = check_cursor(cursor)
         limit = check_page(limit)
-        self.case.space  # noqa: B018
-        items = self.ledger.inbox_page(self.case.id, role, cursor, limit)
+        self._ctx.space()
+        items = self.ledger.inbox_page(self.case_id, role, cursor, limit)
         return InboxPage(tuple(items), items[-1].cursor if items else cursor)
 
     # -- keyed writes ------------------------------------------------------------------------
     def write(self, name: object, role: str, key: object, text: object,
               read_version: int | None = None) -> WriteResult:
-        role = self.case.role(role)
+        role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
         content = clean_text(text, what="scope value")
         version = next_version(read_version)
-        space = self.case.space
+        space = self._ctx.space()
         # Refused before anything is stored (the ledger checks again when it records).
-        self.ledger.task_scope_access(self.case.id, name, role, write=True)
+        self.ledger.task_scope_access(self.case_id, name, role, write=True)
         written_at = time.time()
         log = log_owner_id(name)
         card = self.gateway.add(space, log, content, _meta(key, "scope-write", role))
         try:
             result, events = self.ledger.record_scope_write(
-                self.case.id, self.case.token, name, role, key, version, read_version,
+                self.case_id, self.token, name, role, key, version, read_version,
                 written_at, card.id)
         except BaseException:
             self.gateway.delete_or_gone(space, log, card.id)  # the write never happened
@@ -196,7 +244,7 @@ class SharedScopes:
         main, log = scope_owner_id(name), log_owner_id(name)
         replaced = 0
         for _ in range(MAX_SETTLE_ROUNDS):
-            rows = self.ledger.scope_unsettled(self.case.id, name)
+            rows = self.ledger.scope_unsettled(self.case_id, name)
             if not rows:
                 break
             for r in rows:
@@ -210,7 +258,7 @@ class SharedScopes:
                 new = gw.add(space, main, text, _meta(str(r["skey"]), "scope-value",
                                                       str(r["writer"]), win_card))
                 old = str(r["shown_card"]) if r["shown_card"] else None
-                if self.ledger.settle_scope_key(self.case.id, name, str(r["skey"]),
+                if self.ledger.settle_scope_key(self.case_id, name, str(r["skey"]),
                                                 int(r["win_seq"]), old, new.id):
                     replaced += 1
                     if old is not None:

@@ -1,0 +1,100 @@
+"""What every room of a case is built from: one narrow context, never the whole case.
+
+A room (reading, disclosure, publishing, runs, task scopes) needs to know which case incarnation
+it serves, whether that incarnation is still live, where the cards are, and where events go. It
+gets exactly that here; it never holds the :class:`~bureau.service.case.Case`, the
+:class:`~bureau.service.bureau.Bureau` or another room's private parts, so a room's reach is what
+its constructor was handed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...errors import BoardNotWritableError, UnknownCaseError, UnknownRoleError
+from ...model import BOARD, CaseSpace, Event
+from ...text import short_repr
+
+if TYPE_CHECKING:
+    from ...ledger.base import BaseLedger
+    from ...mediation import Mediator
+    from ...responders import Responder
+    from ...settings import Settings
+    from ...storage.gateway import MemoryGateway
+
+Dead = dict[str, tuple[str, str]]
+"""Revoked or expired cards of a case: ``{card_id: (owner, "revoked" | "expired")}``."""
+EventItems = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    """One case incarnation as its rooms see it.
+
+    ``settings``, ``mediator`` and ``responder`` are read through callables because the operator
+    may swap them on the bureau while the case is open (lesson 07's exercise does).
+    """
+
+    case_id: str
+    token: str | None
+    roles: tuple[str, ...]
+    gateway: MemoryGateway
+    ledger: BaseLedger
+    settings: Callable[[], Settings]
+    mediator: Callable[[], Mediator]
+    responder: Callable[[], Responder]
+    record_events: Callable[[EventItems], list[Event]]
+    """Record events of this incarnation (one ledger transaction), then notify listeners."""
+    notify: Callable[[list[Event]], list[Event]]
+    """Notify listeners of events a ledger transaction already recorded."""
+
+    def space(self) -> CaseSpace:
+        """This case's current store namespace; ``UnknownCaseError`` once it was deleted.
+
+        Read from the ledger on every operation (one indexed read), so a delete or a reset made
+        by any holder in any process takes effect for every other holder at once.
+        """
+        record = self.ledger.get_case(self.case_id)
+        if record is None or record.token != self.token:
+            raise self.gone()
+        return record.space
+
+    def view(self) -> tuple[CaseSpace, Dead]:
+        """The live namespace and the revoked or expired cards, in one ledger read."""
+        record, dead = self.ledger.case_view(self.case_id)
+        if record is None or record.token != self.token:
+            raise self.gone()
+        return record.space, dead
+
+    def gone(self) -> UnknownCaseError:
+        return UnknownCaseError(f"Case {self.case_id} no longer exists (it was deleted).")
+
+    def emit(self, type_: str, payload: dict[str, Any]) -> Event:
+        return self.record_events([(type_, payload)])[0]
+
+    def role(self, name: object) -> str:
+        """The scenario's own name for a role of this case (the board is not a role)."""
+        if type(name) is str and name in self.roles:
+            return self.roles[self.roles.index(name)]
+        if type(name) is str and name == BOARD:
+            raise BoardNotWritableError(
+                "The bulletin board is not a role: it cannot be whispered to or interrogated."
+            )
+        raise UnknownRoleError(
+            f"Case {self.case_id} has no role {short_repr(name)}.",
+            f"Roles in this case: {', '.join(self.roles)}.",
+        )
+
+
+def public_meta(card: Any) -> dict[str, Any]:
+    """What an outward event may say about a new card: which card, whose, and nothing typed.
+
+    A private card's topic and kind are typed text and its seed key names the fact, so events
+    (read by the stage and every process) carry none of them.
+    """
+    return {"card_id": card.id, "owner": card.owner, "visibility": card.visibility}
+
+
+__all__ = ["CaseContext", "Dead", "EventItems", "public_meta"]

@@ -1,0 +1,275 @@
+"""The disclosure room: who asked whose memory for what, what was released, and what is final.
+
+A consult is an :class:`~bureau.mediation.invocation.Invocation` whose requester is a
+:class:`~bureau.agents.Principal` the caller *holds* (a handle built it from the case's closed
+set of principals), never a name it typed; the disclosure budget, grants and audit entries are
+keyed on that principal. A policy mediator decides on ledger state read in one transaction and
+the budget, audit and events are written in one more (if another holder spent the same budget
+meanwhile, it decides again); the answer is built once, afterwards, from what was released.
+Without a policy a role may still use its own memory and the board, and nothing private of
+another role crosses (the built-in closed policy decides, and is audited like any other).
+
+Revocation, expiry and grants are the operator's and live here too, because every read path
+and every consult reads them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ...agents import Principal, Principals
+from ...errors import BureauError, InvalidArgumentError, UnknownCardError
+from ...mediation import DecidingMediator, released
+from ...mediation.audit import COLUMNS as AUDIT_COLUMNS
+from ...mediation.grants import Grant
+from ...mediation.invocation import Invocation
+from ...mediation.mediator import Mediation, MediationContext, PolicyMediator, memory_owner
+from ...mediation.policy import ACTIONS, closed_policy
+from ...model import BOARD, Answer, MemoryCard, RetrievalTrace
+from ...settings import check_limit, check_threshold
+from ...text import MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
+from .context import CaseContext
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .reading import Reading
+
+_CLOSED = PolicyMediator(closed_policy())
+
+
+class Disclosure:
+    """Consults, revocation, expiry, grants and the audit trail of one case."""
+
+    def __init__(self, ctx: CaseContext, reading: Reading,
+                 principals: Callable[[], Principals]) -> None:
+        self._ctx = ctx
+        self._reading = reading
+        self._principals = principals
+
+    # -- principals --------------------------------------------------------------------------
+    def principals(self) -> Principals:
+        """The case's principals now: its roles, the outsiders the scenario and the policy
+        file declare, and the chief."""
+        return self._principals()
+
+    def principal(self, name: object, kind: str | None = None) -> Principal:
+        """The principal called exactly ``name``; ``UnknownPrincipalError`` for any other."""
+        return self._principals().get(name, kind=kind)
+
+    # -- consult -----------------------------------------------------------------------------
+    def consult(
+        self, principal: Principal, owner: str, question: str, *,
+        recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
+        run_scope: str | None = None, limit: int | None = None, threshold: float | None = None,
+    ) -> Mediation:
+        """``principal`` asks ``owner``'s memory (its own space and the board, and a run's
+        scope if given) ``question``; one decision per relevant card, and the answer built
+        from what was released.
+
+        ``limit``: cards per scope the search may hand the mediator; ``threshold``: the
+        relevance a card needs to count as evidence (fixed by whoever built the handle; -1
+        hands the mediator every card of the top-k). Neither widens what may be searched.
+        """
+        if not isinstance(principal, Principal):
+            raise InvalidArgumentError(f"A consult needs the Principal of a handle, not "
+                                       f"{short_repr(principal)}.")
+        requester = self.principal(principal.name).name  # still one of the case's principals
+        owner = self._ctx.role(owner)
+        q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
+        limit = None if limit is None else check_limit(limit)
+        threshold = None if threshold is None else check_threshold(threshold)
+        inv = Invocation.make(self._ctx.case_id, owner, q, requester=requester,
+                              recipient=recipient, task=task, purpose=purpose)
+        mediator = self._ctx.mediator()
+        if not isinstance(mediator, DecidingMediator) and requester == owner:
+            trace = self._reading.search(owner, q, limit, run_scope=run_scope,
+                                         threshold=threshold)
+            evidence = released(trace, mediator.mediate(owner, trace))
+            answer = self._answer(owner, trace, evidence)
+            self._ctx.record_events(_answer_events(owner, trace, answer))
+            return Mediation(inv, (), answer)
+        deciding = mediator if isinstance(mediator, DecidingMediator) else _CLOSED
+        return self._mediated(inv, deciding, run_scope, limit, threshold)
+
+    def _mediated(self, inv: Invocation, mediator: DecidingMediator, run_scope: str | None,
+                  limit: int | None, threshold: float | None) -> Mediation:
+        ctx = self._ctx
+        trace: RetrievalTrace | None = None
+        for _ in range(8):
+            now = time.time()
+            record, dead, grants, spent = ctx.ledger.mediation_view(ctx.case_id, inv.requester,
+                                                                   now)
+            if record is None or record.token != ctx.token:
+                raise ctx.gone()
+            if trace is None:
+                view = self._reading.view(inv.owner, (record.space, dead))
+                trace = self._reading.search(inv.owner, inv.query, limit, view=view,
+                                             run_scope=run_scope, threshold=threshold)
+            hits = [c for c in trace.hits if c.id not in dead]
+            decisions = mediator.decide(inv, hits, MediationContext(now, tuple(grants), spent))
+            charges: dict[str, float] = {}
+            for d in decisions:
+                if d.cost:
+                    charges[d.card_owner] = charges.get(d.card_owner, 0.0) + d.cost
+            audit = [d.audit_entry(inv, mediator.policy) for d in decisions]
+            events = ctx.ledger.commit_mediation(
+                ctx.case_id, ctx.token, inv.requester, spent, charges, audit,
+                [("retrieval.completed", trace.summary())])
+            if events is not None:
+                ctx.notify(events)
+                break
+        else:
+            raise BureauError(f"The disclosure budget of {inv.requester} kept changing under "
+                              "this request (other holders spend it right now).", "Ask again.")
+        evidence = released(trace, [d.card for d in decisions if d.card is not None])
+        answer = self._answer(inv.owner, trace, evidence)  # once, after the budget is charged
+        ctx.record_events(_answer_events(inv.owner, trace, answer)[1:])
+        return Mediation(inv, tuple(decisions), answer, mediator.policy.version)
+
+    def _answer(self, role: str, trace: RetrievalTrace, evidence: list[MemoryCard]) -> Answer:
+        answer = self._ctx.responder().respond(role, trace.question, evidence, trace)
+        if not set(answer.cited) <= {c.id for c in evidence}:
+            raise AssertionError("A responder cited a card it was not handed.")
+        return answer
+
+    # -- revocation, expiry, grants (operator) -----------------------------------------------
+    def find(self, card_id: object) -> MemoryCard:
+        """Any card of this case, by id (the operator may name any space's card)."""
+        space = self._ctx.space()
+        for scope in [*self._ctx.roles, BOARD]:
+            card = self._ctx.gateway.get(space, scope, str(card_id))
+            if card is not None:
+                return card
+        raise UnknownCardError(f"Case {self._ctx.case_id} has no card {short_repr(card_id)}.")
+
+    def revoke(self, card_id: object, reason: str = "owner-revoked") -> list[str]:
+        """Revoke a card for good: no read path returns it again, in any process, after any
+        restart. Revoking an original also revokes its board copy; revoking a copy leaves the
+        owner's original private. Returns the ids revoked."""
+        ctx = self._ctx
+        card = self.find(card_id)
+        reason = clean_name(reason, what="reason")
+        ids = [card.id]
+        if card.owner != BOARD:
+            pub = ctx.ledger.publication(ctx.case_id, card.id)
+            if pub is not None and pub.copy_id:
+                ids.append(pub.copy_id)
+        for cid in ids:
+            owner = card.owner if cid == card.id else BOARD
+            ctx.ledger.limit_card(
+                ctx.case_id, ctx.token, cid, owner, revoke=True, reason=reason,
+                audit=[{"kind": "revocation", "card_id": cid, "card_owner": owner,
+                        "action": "revoke", "reasons": [reason]}])
+        ctx.emit("card.revoked", {"card_ids": ids})
+        return ids
+
+    def expire(self, card_id: object, ttl_s: object) -> str:
+        """Let a card expire ``ttl_s`` seconds from now; returns the expiry time (UTC, ISO).
+        From then on it is treated like a revoked card."""
+        ctx = self._ctx
+        card = self.find(card_id)
+        at = time.time() + ttl(ttl_s)
+        ctx.ledger.limit_card(
+            ctx.case_id, ctx.token, card.id, card.owner, expires_at=at,
+            audit=[{"kind": "expiry", "card_id": card.id, "card_owner": card.owner,
+                    "action": "expire", "expires_at": _iso(at), "reasons": ["ttl"]}])
+        return str(_iso(at))
+
+    def grant(
+        self, card_id: object, *, requester: str | None = None, recipient: str | None = None,
+        purpose: str | None = None, action: str = "reveal", ttl_s: float | None = None,
+    ) -> Grant:
+        """Approve ``action`` on one card for a requester/recipient/purpose (``None``: any),
+        optionally for ``ttl_s`` seconds. ``requester`` must be one of the case's principals:
+        a grant to a name nobody holds would wait for whoever types it."""
+        ctx = self._ctx
+        card = self.find(card_id)
+        if action not in ACTIONS[1:]:
+            raise InvalidArgumentError(f"A grant allows 'abstract' or 'reveal', not "
+                                       f"{short_repr(action)}.")
+        who = None if requester is None else self.principal(requester).name
+        now = time.time()
+        grant = Grant(
+            grant_id="g-" + uuid.uuid4().hex[:10], case_id=ctx.case_id, card_id=card.id,
+            requester=who,
+            recipient=None if recipient is None else Invocation.make(
+                ctx.case_id, "x", "x", recipient=recipient).recipient,
+            purpose=None if purpose is None else clean_name(purpose, what="purpose"),
+            action=action, created_at=now,
+            expires_at=None if ttl_s is None else now + ttl(ttl_s),
+        )
+        entry = {"kind": "grant", "card_id": card.id, "card_owner": memory_owner(card),
+                 "action": "grant", "grant_id": grant.grant_id, "granted": action,
+                 "requester": grant.requester, "recipient": grant.recipient,
+                 "purpose": grant.purpose, "expires_at": _iso(grant.expires_at), "reasons": []}
+        return ctx.ledger.add_grant(grant, ctx.token, [entry])
+
+    def revoke_grant(self, grant_id: object) -> None:
+        """Withdraw a grant at once, for every holder in every process."""
+        ctx = self._ctx
+        gid = str(grant_id)
+        match = [g for g in ctx.ledger.grants(ctx.case_id) if g.grant_id == gid]
+        entry = {"kind": "grant", "action": "revoke-grant", "grant_id": gid,
+                 "card_id": match[0].card_id if match else None, "reasons": []}
+        ctx.ledger.revoke_grant(ctx.case_id, ctx.token, gid, [entry])
+
+    def grants(self) -> list[Grant]:
+        """Every grant of the case, with its state (``g.state(time.time())``)."""
+        self._ctx.space()
+        return self._ctx.ledger.grants(self._ctx.case_id)
+
+    def audit(self, verify: bool = True) -> pd.DataFrame:
+        """The audit trail as a table: one row per decision, revocation, expiry, grant and
+        promotion, with the card's state now (``live``, ``revoked``, ``expired``); ids,
+        labels, actions and reason codes, never card text or questions. ``verify`` first walks
+        the whole hash chain (``AuditTamperedError`` names the first altered entry)."""
+        import pandas as pd
+
+        ctx = self._ctx
+        if verify:
+            ctx.ledger.verify_audit()
+        _, dead = ctx.view()
+        rows = []
+        for e in ctx.ledger.audit_entries(ctx.case_id, ctx.token):
+            row = {c: e.get(c) for c in AUDIT_COLUMNS}
+            row["kind"] = e.get("kind", "decision")
+            row["reasons"] = ", ".join(e.get("reasons") or [])
+            cid = e.get("card_id")
+            row["card_state"] = dead[cid][1] if cid in dead else ("live" if cid else None)
+            rows.append(row)
+        return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+
+
+def _answer_events(role: str, trace: RetrievalTrace,
+                   answer: Answer) -> list[tuple[str, dict[str, Any]]]:
+    """Both events of an answered question (one ledger transaction: one commit, not two)."""
+    return [
+        ("retrieval.completed", trace.summary()),
+        ("answer.completed",
+         {"request_id": trace.request_id, "role": role, "known": answer.known,
+          "cited": list(answer.cited), "responder": answer.responder,
+          "fallback_reason": answer.fallback_reason}),
+    ]
+
+
+def ttl(value: object) -> float:
+    """A time to live in seconds: a finite number > 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value <= 0:
+        raise InvalidArgumentError(f"ttl_s must be a number of seconds > 0, not "
+                                   f"{short_repr(value)}.")
+    return float(value)
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(
+        timespec="seconds")
+
+
+__all__ = ["Disclosure", "ttl"]

@@ -1,0 +1,64 @@
+"""The publishing room: one private card to the board as a sourced copy, and what follows.
+
+The saga itself (reserve, reconcile, copy, mark ready, compensation, takeover, recovery) is
+:class:`~bureau.service.publish.Publisher`; this room adds what a case asks of it: the card
+must be the publisher's own and live, a revoked copy is never published again, and an optional
+time to live becomes an expiry of the copy.
+"""
+
+from __future__ import annotations
+
+from ...errors import CardRevokedError, UnknownCardError
+from ...model import MemoryCard
+from ...text import short_repr
+from ..publish import Publisher
+from .context import CaseContext
+from .disclosure import Disclosure, ttl
+
+
+class Publishing:
+    """Publish, recover and the cleanup queue of one case."""
+
+    def __init__(self, ctx: CaseContext, disclosure: Disclosure) -> None:
+        self._ctx = ctx
+        self._disclosure = disclosure
+
+    def _publisher(self) -> Publisher:
+        ctx = self._ctx
+        return Publisher(ctx.gateway, ctx.ledger, ctx.space(), ctx.emit,
+                         ctx.settings().publish_lease_s)
+
+    def publish(self, role: str, card_id: object, ttl_s: float | None = None) -> MemoryCard:
+        """Copy one of ``role``'s private cards to the board (idempotent; see publish.py).
+
+        ``ttl_s``: the board copy expires after that many seconds. A revoked or expired card
+        cannot be published, nor can a card whose copy was revoked: revocation is final.
+        """
+        role = self._ctx.role(role)
+        _, dead = self._ctx.view()
+        if str(card_id) in dead:
+            raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case "
+                                   f"{self._ctx.case_id}.")
+        seconds = None if ttl_s is None else ttl(ttl_s)
+        copy = self._publisher().publish(role, str(card_id))
+        _, dead = self._ctx.view()
+        if copy.id in dead:
+            raise CardRevokedError(
+                f"The board copy of card {card_id} was {dead[copy.id][1]}; it is not published "
+                "again."
+            )
+        if seconds is not None:
+            self._disclosure.expire(copy.id, seconds)
+        return copy
+
+    def recover(self) -> dict[str, int]:
+        """Finish or roll back interrupted publishes and retry scheduled cleanups."""
+        return self._publisher().recover()
+
+    def pending_cleanups(self) -> int:
+        """Board copies whose deletion failed and waits for ``recover()`` (lesson 03)."""
+        self._ctx.space()
+        return len(self._ctx.ledger.cleanup_tasks(self._ctx.case_id))
+
+
+__all__ = ["Publishing"]
