@@ -132,6 +132,10 @@ def test_consulting_another_role_returns_only_what_was_released(policy, case):
     assert m.decisions == ()  # withheld cards are not in the requester's objects
     assert alibi.id not in repr(m) and alibi.content not in repr(m)
     assert all(not s.below_threshold for s in m.answer.trace.scopes)
+    last = [e for e in case.events() if e.type == "retrieval.completed"][-1].payload
+    assert alibi.id not in last["hit_ids"] and sum(last["hits_by_scope"].values()) == 0
+    assert last["latency_ms"]["total"] == 0.0  # observers learn nothing of the withheld search
+    assert case.stage()["last_retrieval"]["hits_by_scope"] == last["hits_by_scope"]
     audit = case.audit()
     withheld = audit[(audit["card_id"] == alibi.id) & (audit["action"] == "withhold")]
     assert len(withheld) == 1  # the operator still sees the decision

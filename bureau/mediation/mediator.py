@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import BOARD, Answer, MemoryCard, ScopeResult
+from ..model import BOARD, Answer, MemoryCard, RetrievalTrace, ScopeResult
 from ..tiers.provenance import parse_run_owner
 from .abstraction import Abstractor, abstracted, leaked_terms
 from .grants import Grant, best_grant
@@ -137,11 +137,7 @@ class Mediation:
         """What the requester may receive when the memory is not its own: the released cards,
         their decisions, and an answer whose trace holds those cards only (no withheld or
         below-threshold card, no timing); the full X-ray stays with the operator."""
-        out = {c.id: c for c in self.released}
-        trace = self.answer.trace
-        scopes = tuple(ScopeResult(s.scope, tuple(out[c.id] for c in s.hits if c.id in out), (),
-                                   0.0) for s in trace.scopes)
-        shown = replace(trace, scopes=scopes, embed_ms=0.0, total_ms=0.0)
+        shown = released_trace(self.answer.trace, self.released)
         return Mediation(self.invocation,
                          tuple(d for d in self.decisions if d.card is not None),
                          replace(self.answer, trace=shown), self.policy_version)
@@ -156,6 +152,15 @@ class Mediation:
               "message": d.message} for d in self.decisions],
             columns=["card_id", "owner", "action", "reasons", "rule", "cost", "message"],
         )
+
+
+def released_trace(trace: RetrievalTrace, released: Sequence[MemoryCard]) -> RetrievalTrace:
+    """``trace`` as the requester may see it: per scope only the released cards (as released:
+    the abstraction for an abstract), nothing below the threshold, no timing."""
+    out = {c.id: c for c in released}
+    scopes = tuple(ScopeResult(s.scope, tuple(out[c.id] for c in s.hits if c.id in out), (), 0.0)
+                   for s in trace.scopes)
+    return replace(trace, scopes=scopes, embed_ms=0.0, total_ms=0.0)
 
 
 def _rank(action: str) -> int:

@@ -28,7 +28,13 @@ from ...mediation import DecidingMediator, released
 from ...mediation.audit import COLUMNS as AUDIT_COLUMNS
 from ...mediation.grants import Grant
 from ...mediation.invocation import Invocation
-from ...mediation.mediator import Mediation, MediationContext, PolicyMediator, memory_owner
+from ...mediation.mediator import (
+    Mediation,
+    MediationContext,
+    PolicyMediator,
+    memory_owner,
+    released_trace,
+)
 from ...mediation.policy import ACTIONS, closed_policy
 from ...model import BOARD, Answer, MemoryCard, RetrievalTrace
 from ...settings import check_limit, check_threshold
@@ -118,9 +124,13 @@ class Disclosure:
                 if d.cost:
                     charges[d.card_owner] = charges.get(d.card_owner, 0.0) + d.cost
             audit = [d.audit_entry(inv, mediator.policy) for d in decisions]
+            # Outward events say what the requester received: for another role's memory, the
+            # released cards only (no withheld hit ids or counts, no timing).
+            shown = trace if inv.requester == inv.owner else released_trace(
+                trace, [d.card for d in decisions if d.card is not None])
             events = ctx.ledger.commit_mediation(
                 ctx.case_id, ctx.token, inv.requester, spent, charges, audit,
-                [("retrieval.completed", trace.summary())])
+                [("retrieval.completed", shown.summary())])
             if events is not None:
                 ctx.notify(events)
                 break
