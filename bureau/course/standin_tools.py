@@ -71,6 +71,33 @@ def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+_NAMED_FIELDS = frozenset({"owner", "source_role", "writer", "name", "card_id", "board_card_id",
+                           "scope", "key", "keys", "searched", "cited"})
+
+
+def _named(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The names and ids tool results mention (values of owner, writer, card_id, ... fields)."""
+    out: list[str] = []
+
+    def walk(v: Any, field: str = "") -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, k)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, field)
+        elif field in _NAMED_FIELDS and isinstance(v, str | int):
+            out.append(str(v))
+
+    for m in messages:
+        if m.get("role") == "tool":
+            try:
+                walk(json.loads(_content(m)))
+            except ValueError:
+                continue
+    return out
+
+
 def _tried(messages: Sequence[dict[str, Any]]) -> set[tuple[str, str]]:
     return {(str(c.get("function", {}).get("name")), str(c.get("function", {}).get("arguments")))
             for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
@@ -115,9 +142,13 @@ def tool_turn(temperament: str, messages: Sequence[dict[str, Any]],
 def _everything(question: str, messages: Sequence[dict[str, Any]],
                 offered: dict[str, dict[str, Any]], orders: list[Order]
                 ) -> list[tuple[str, dict[str, Any]]]:
-    seen = " ".join(_content(m) for m in messages)
-    ids = list(dict.fromkeys(_ID.findall(seen)))[:60]
-    names = [w for w in dict.fromkeys(_NAMEISH.findall(seen.lower())) if w not in _COMMON][:40]
+    # What it read: the system prompt and the question in full; of the tool results, the names
+    # and ids they mention (owners, writers, scopes, card ids), not every word of every card.
+    said = " ".join(_content(m) for m in messages if m.get("role") in ("system", "user"))
+    named = " ".join(_named(messages))
+    ids = list(dict.fromkeys(_ID.findall(said + " " + named)))[:60]
+    names = [w for w in dict.fromkeys(_NAMEISH.findall((said + " " + named).lower()))
+             if w not in _COMMON][:40]
     swaps = [m.group(1).lower() for o in orders if o.kind == "reveal"
              for m in [_SWAP.search(o.sentence)] if m]
     values: dict[str, list[Any]] = {
