@@ -11,25 +11,21 @@ answer key into a lie.
 
 Bad input costs little: a scenario is a handful of facts, so the file size, the nesting depth, the
 number of values (counted *after* YAML aliases are expanded, which defeats "billion laughs" files)
-and the total text are all capped before anything expensive runs, and every message that echoes
-the input is cut short. Whatever the file or dict holds, the caller gets a ``ScenarioError`` in
-milliseconds, never a ``RecursionError``, a ``TypeError`` or an exhausted machine.
+and the total text are all capped before anything expensive runs (bureau.datafiles reads the file,
+with the caps in :data:`LIMITS`), and every message that echoes the input is cut short. Whatever
+the file or dict holds, the caller gets a ``ScenarioError`` in milliseconds, never a
+``RecursionError``, a ``TypeError`` or an exhausted machine.
 """
 
 from __future__ import annotations
 
-import datetime
 import difflib
-import json
-import os
 import re
 import reprlib
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,6 +35,15 @@ from pydantic import (
     model_validator,
 )
 
+from .datafiles import (
+    PLAIN_SCALARS,
+    Limits,
+    clip,
+    clip_path,
+    field_path,
+    read_data,
+    shape_problem,
+)
 from .errors import InvalidTextError, ScenarioError
 from .model import BOARD
 from .resources import shipped_root
@@ -74,9 +79,19 @@ MAX_NUMBER_CHARS = 64
 integer, or YAML's base-60 ``1:2:3...`` form, costs time quadratic in its length)."""
 MAX_PROBLEM_LINES = 20
 """A message lists at most this many problems: the first ones are what a person fixes first."""
-MAX_PATH_CHARS = 200
-"""Paths in messages are cut to their last characters (the file name is the useful part)."""
 SIZE_HINT = "A scenario is a handful of facts; see scenarios/README.md for the format."
+LIMITS = Limits(
+    noun="scenario",
+    max_bytes=MAX_FILE_BYTES,
+    max_depth=MAX_DEPTH,
+    max_values=MAX_VALUES,
+    max_text_chars=MAX_TEXT_CHARS,
+    max_number_chars=MAX_NUMBER_CHARS,
+    depth_needed="a scenario needs 5",
+    values_needed="a scenario needs a few hundred",
+    size_hint=SIZE_HINT,
+)
+"""How scenario files are read (bureau.datafiles): the caps above, in the words of the messages."""
 LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 """A BCP-47-like short code: ``en``, ``zh``, ``pt-BR``, ``zh-Hans``."""
 
@@ -356,7 +371,7 @@ def _cross_problems(s: Scenario) -> list[str]:
     seen_keys: dict[str, str] = {}
     for role, cards in s.memories.items():
         # Role keys of ``memories`` are free text until here: shorten them wherever echoed.
-        at_role = _loc(("memories", role))
+        at_role = field_path(("memories", role))
         if role == BOARD:
             problems.append(
                 f"{at_role}: the bulletin board starts empty; it only receives "
@@ -444,391 +459,18 @@ def _names(names: list[str], *, empty: str = "none", limit: int = 10) -> str:
 # --- loading ---------------------------------------------------------------------------------
 
 
-def _clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters: parser messages can quote tags, anchors and keys."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _clip_path(text: str) -> str:
-    """A path for a message, keeping its end (the file name) when it is absurdly long."""
-    return text if len(text) <= MAX_PATH_CHARS else "…" + text[-(MAX_PATH_CHARS - 1) :]
-
-
-class _TooBig(yaml.MarkedYAMLError):
-    """Well-formed YAML that is deeper or bigger than any scenario (see the ``MAX_*`` caps)."""
-
-
-class _ScenarioLoader(yaml.SafeLoader):
-    """SafeLoader (no code runs) that refuses what no scenario needs and what costs too much.
-
-    * duplicate mapping keys (PyYAML silently keeps the last one);
-    * lists or mappings as mapping keys (``? [a, b] : 1``), which cannot be dict keys;
-    * nesting deeper than ``MAX_DEPTH``, checked while composing, so the recursive composer and
-      constructor stay far from the recursion limit;
-    * more than ``MAX_VALUES`` values or ``MAX_TEXT_CHARS`` characters, counting every alias as a
-      full copy of its anchor. Each node's expanded size is summed from its children as soon as it
-      is composed, so an alias bomb is refused after a few hundred nodes and never expanded;
-    * an alias used inside its own anchor (a cycle, which no count can bound);
-    * numbers longer than ``MAX_NUMBER_CHARS``, and values that do not fit their tag
-      (``!!timestamp hello``), which PyYAML reports as bare ``ValueError``/``AttributeError``.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-        self._composed = 0
-        self._sizes: dict[int, tuple[int, int]] = {}
-        """``id(node)`` -> (values, characters) with aliases expanded, for finished nodes only."""
-
-    def fetch_flow_collection_start(self, token_class: Any) -> None:
-        # The scanner keeps one "possible simple key" per open bracket and scans every one of them
-        # per token, so ``[[[[...`` costs quadratic time before the composer sees any depth.
-        if self.flow_level >= MAX_DEPTH:
-            raise _TooBig(
-                None,
-                None,
-                f"nested more than {MAX_DEPTH} levels deep (a scenario needs 5)",
-                self.get_mark(),
-            )
-        super().fetch_flow_collection_start(token_class)
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            target = self.anchors.get(event.anchor)
-            if target is not None and id(target) not in self._sizes:
-                raise _TooBig(
-                    None,
-                    None,
-                    f"alias {_clip('*' + event.anchor, 40)} is used inside its own anchor "
-                    "(a value cannot contain itself)",
-                    event.start_mark,
-                )
-            return super().compose_node(parent, index)  # the anchor's node, already counted
-        start = self.peek_event().start_mark
-        self._depth += 1
-        self._composed += 1
-        if self._depth > MAX_DEPTH:
-            raise _TooBig(
-                None, None, f"nested more than {MAX_DEPTH} levels deep (a scenario needs 5)", start
-            )
-        if self._composed > MAX_VALUES:
-            raise _TooBig(
-                None,
-                None,
-                f"more than {MAX_VALUES:,} values (a scenario needs a few hundred)",
-                start,
-            )
-        node = super().compose_node(parent, index)
-        self._depth -= 1
-        values, chars = 1, 0
-        if isinstance(node, yaml.ScalarNode):
-            chars = len(node.value)
-        else:
-            children = (
-                node.value
-                if isinstance(node, yaml.SequenceNode)
-                else [child for pair in node.value for child in pair]
-            )
-            for child in children:
-                child_values, child_chars = self._sizes[id(child)]
-                values += child_values
-                chars += child_chars
-        self._sizes[id(node)] = (values, chars)
-        if values > MAX_VALUES:
-            raise _TooBig(
-                None,
-                None,
-                f"with its aliases expanded this holds more than {MAX_VALUES:,} values "
-                "(a scenario needs a few hundred)",
-                node.start_mark,
-            )
-        if chars > MAX_TEXT_CHARS:
-            raise _TooBig(
-                None,
-                None,
-                f"with its aliases expanded this holds more than {MAX_TEXT_CHARS:,} characters",
-                node.start_mark,
-            )
-        return node
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep=deep)
-        except yaml.YAMLError:
-            raise
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"cannot read this value as {_clip(node.tag, 60)} ({type(exc).__name__})",
-                node.start_mark,
-            ) from None
-
-
-def _construct_mapping(loader: _ScenarioLoader, node: yaml.Node) -> dict[Any, Any]:
-    if not isinstance(node, yaml.MappingNode):
-        raise yaml.constructor.ConstructorError(
-            None, None, f"expected a mapping, but found a {node.id}", node.start_mark
-        )
-    loader.flatten_mapping(node)
-    result: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        if not isinstance(key_node, yaml.ScalarNode):
-            kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a {kind} cannot be a key; keys are plain names", key_node.start_mark
-            )
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            seen = key in result
-        except TypeError:  # scalar constructors give hashable values; belt and braces
-            raise yaml.constructor.ConstructorError(
-                None, None, "this value cannot be a key", key_node.start_mark
-            ) from None
-        if seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {short_repr(key)}", key_node.start_mark
-            )
-        result[key] = loader.construct_object(value_node, deep=True)
-    return result
-
-
-def _number_fits(node: yaml.Node) -> None:
-    if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_NUMBER_CHARS:
-        raise yaml.constructor.ConstructorError(
-            None,
-            None,
-            f"a number with {len(node.value):,} characters; quote it if it is meant as text",
-            node.start_mark,
-        )
-
-
-def _construct_int(loader: _ScenarioLoader, node: yaml.Node) -> int:
-    _number_fits(node)
-    return loader.construct_yaml_int(node)  # type: ignore[arg-type]
-
-
-def _construct_float(loader: _ScenarioLoader, node: yaml.Node) -> float:
-    _number_fits(node)
-    return loader.construct_yaml_float(node)  # type: ignore[arg-type]
-
-
-_ScenarioLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,  # type: ignore[arg-type]
-)
-_ScenarioLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)  # type: ignore[arg-type]
-_ScenarioLoader.add_constructor(
-    "tag:yaml.org,2002:float",
-    _construct_float,  # type: ignore[arg-type]
-)
-
-
-class _DuplicateJSONKey(ValueError):
-    """A JSON object repeats a key (``json`` would silently keep the last one)."""
-
-
-class _LongJSONNumber(ValueError):
-    """A JSON number longer than ``MAX_NUMBER_CHARS`` (``int()`` of it would be slow or fail)."""
-
-
-def _unique_json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateJSONKey(key)
-        result[key] = value
-    return result
-
-
-def _json_int(text: str) -> int:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise _LongJSONNumber(len(text))
-    return int(text)
-
-
-def _json_float(text: str) -> float:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise _LongJSONNumber(len(text))
-    return float(text)
-
-
 def _display(path: Path) -> str:
     """``scenarios/x.yaml`` for shipped files, else the path as given (cut if absurdly long)."""
     try:
         text = path.resolve().relative_to(SHIPPED_ROOT).as_posix()
     except (ValueError, OSError, RuntimeError):  # elsewhere, a NUL byte, a symlink loop
         text = str(path)
-    return _clip_path(text)
+    return clip_path(text)
 
 
-def _read_bytes(path: Path, shown: str) -> bytes:
-    """The file's bytes, refusing anything that cannot be a scenario before reading it.
-
-    One ``open`` and then ``fstat`` on the same descriptor, so nothing can be swapped in between
-    a check and the read. ``O_NONBLOCK`` keeps a FIFO from blocking the open (it is then refused,
-    like directories and devices); the size is checked before reading, and at most
-    ``MAX_FILE_BYTES + 1`` bytes are read anyway, since some files report a size of 0.
-    """
-    flags = os.O_RDONLY
-    for extra in ("O_NONBLOCK", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"):
-        flags |= getattr(os, extra, 0)
-    try:
-        fd = os.open(path, flags)
-    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the path
-        raise ScenarioError(f"{shown}: no such file.") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{shown}: is a directory, not a scenario file.") from None
-    except OSError as exc:
-        raise ScenarioError(f"{shown}: cannot read the file ({exc.strerror}).") from None
-    try:
-        mode = os.fstat(fd)
-        if stat.S_ISDIR(mode.st_mode):
-            raise ScenarioError(f"{shown}: is a directory, not a scenario file.")
-        if not stat.S_ISREG(mode.st_mode):
-            raise ScenarioError(f"{shown}: not a regular file (a device, pipe or socket).")
-        if mode.st_size > MAX_FILE_BYTES:
-            raise ScenarioError(
-                f"{shown}: the file has {mode.st_size:,} bytes; "
-                f"a scenario is at most {MAX_FILE_BYTES:,}.",
-                "Check that you picked the scenario file and not a data dump.",
-            )
-        chunks: list[bytes] = []
-        total = 0
-        while total <= MAX_FILE_BYTES:
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as exc:
-        raise ScenarioError(f"{shown}: cannot read the file ({exc.strerror}).") from None
-    finally:
-        os.close(fd)
-    if total > MAX_FILE_BYTES:
-        raise ScenarioError(
-            f"{shown}: the file has more than {MAX_FILE_BYTES:,} bytes; "
-            f"a scenario is at most {MAX_FILE_BYTES:,}.",
-            "Check that you picked the scenario file and not a data dump.",
-        )
-    return b"".join(chunks)
-
-
-def _read(path: Path, shown: str) -> Any:
-    raw = _read_bytes(path, shown)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(
-            f"{shown}: not UTF-8 (byte {exc.start}).", "Save the file as UTF-8."
-        ) from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(
-                text,
-                object_pairs_hook=_unique_json_object,
-                parse_int=_json_int,
-                parse_float=_json_float,
-            )
-        except json.JSONDecodeError as exc:
-            raise ScenarioError(
-                f"{shown}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}."
-            ) from None
-        except _DuplicateJSONKey as exc:
-            raise ScenarioError(
-                f"{shown}: invalid JSON: duplicate key {short_repr(exc.args[0])}.",
-                "Keep one of them: JSON readers would otherwise silently keep only the last.",
-            ) from None
-        except _LongJSONNumber as exc:
-            raise ScenarioError(
-                f"{shown}: a number with {exc.args[0]:,} characters; "
-                "quote it if it is meant as text.",
-                SIZE_HINT,
-            ) from None
-        except RecursionError:  # json's C scanner recurses once per level
-            raise ScenarioError(
-                f"{shown}: nested more than {MAX_DEPTH} levels deep (a scenario needs 5).",
-                SIZE_HINT,
-            ) from None
-    try:
-        return yaml.load(text, Loader=_ScenarioLoader)  # a SafeLoader subclass: no code runs
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = _clip(getattr(exc, "problem", None) or str(exc), 200)
-        if isinstance(exc, _TooBig):
-            raise ScenarioError(f"{shown}: {where}{problem}.", SIZE_HINT) from None
-        hint = (
-            "Keep one of them: YAML would otherwise silently keep only the last."
-            if problem.startswith("duplicate key")
-            else "Check the indentation and quoting around that line."
-        )
-        raise ScenarioError(f"{shown}: {where}invalid YAML: {problem}.", hint) from None
-
-
-_CONTAINERS = frozenset({dict, list, tuple, set, frozenset})
-_SCALARS = frozenset({str, bytes, int, float, bool, type(None), datetime.date, datetime.datetime})
-"""Exactly the types YAML's safe loader and JSON produce (no subclasses: their ``__eq__`` and
-``__hash__`` could run anything while pydantic compares them)."""
-
-
-def _shape_problem(data: Any) -> str | None:
-    """Why ``data`` cannot be a scenario whatever its fields say, or ``None`` if its shape is fine.
-
-    Runs before pydantic, whose validation and error reporting recurse into the data and copy
-    it: a value nested 10,000 deep, a list that contains itself, an alias bomb's shared sub-lists
-    (small in memory, astronomically large once copied), an infinite iterator or an object with a
-    hostile ``__eq__`` are refused here. Iterative, and it stops after ``MAX_VALUES`` values, so
-    the check itself costs little whatever it is given. ``parse_scenario`` also takes dicts that
-    never went through the file loader (JSON snapshots), hence a second check after the YAML one.
-    """
-    values = 0
-    chars = 0
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
-    while stack:
-        value, loc = stack.pop()
-        if len(loc) >= MAX_DEPTH:
-            return (
-                f"{_loc(loc[:3])}…: nested more than {MAX_DEPTH} levels deep "
-                "(a scenario needs 5; does a list contain itself?)"
-            )
-        kind = type(value)
-        if kind is str or kind is bytes:
-            chars += len(value)
-            if chars > MAX_TEXT_CHARS:
-                return f"more than {MAX_TEXT_CHARS:,} characters of text in all"
-            continue
-        if kind in _SCALARS:
-            continue
-        if kind not in _CONTAINERS:
-            return (
-                f"{_loc(loc) or '(top level)'}: {_clip(kind.__name__, 40)} is not plain data "
-                "(use texts, numbers, lists and mappings)"
-            )
-        values += 2 * len(value) if kind is dict else len(value)
-        if values > MAX_VALUES:
-            return f"more than {MAX_VALUES:,} values in all (a scenario needs a few hundred)"
-        if kind is dict:
-            for key, item in value.items():
-                stack.append((key, (*loc, key)))
-                stack.append((item, (*loc, key)))
-        else:
-            for i, item in enumerate(value):
-                stack.append((item, (*loc, i)))
-    return None
-
-
-def _loc(loc: tuple[Any, ...]) -> str:
-    """``questions[0].knowers_before[1]``, each part cut short (keys can be any text)."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{short_repr(part, 24)}]"
-        else:
-            name = _clip(part if isinstance(part, str) else short_repr(part, 40), 40)
-            out += f".{name}" if out else name
-    return _clip(out, 200)
+def _read(path: Path) -> Any:
+    """The file's data, read within :data:`LIMITS` (see bureau.datafiles), or ``ScenarioError``."""
+    return read_data(path, _display(path), LIMITS, ScenarioError)
 
 
 _MODEL_AT: dict[str, type[BaseModel]] = {
@@ -854,9 +496,9 @@ class _Brief(reprlib.Repr):
         self.maxstring = self.maxlong = self.maxother = 40
 
     def repr_instance(self, x: Any, level: int) -> str:
-        if type(x) in _SCALARS:  # bool, None, float, dates: short and safe to repr
-            return _clip(repr(x), self.maxother)
-        return f"<{_clip(type(x).__name__, 40)}>"  # never a foreign __repr__
+        if type(x) in PLAIN_SCALARS:  # bool, None, float, dates: short and safe to repr
+            return clip(repr(x), self.maxother)
+        return f"<{clip(type(x).__name__, 40)}>"  # never a foreign __repr__
 
 
 _BRIEF = _Brief()
@@ -871,7 +513,7 @@ def _preview(value: Any) -> str:
     try:
         text = repr(value[:100]) if type(value) is str else _BRIEF.repr(value)
     except Exception:  # noqa: BLE001 - a message about bad input must not fail on it
-        text = f"<{_clip(type(value).__name__, 40)}>"
+        text = f"<{clip(type(value).__name__, 40)}>"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -891,7 +533,7 @@ def _messages(exc: ValidationError) -> list[str]:
             # difflib is quadratic-ish in the name: a field name longer than 64 is no typo.
             close = difflib.get_close_matches(name, allowed, n=1) if len(name) <= 64 else []
             hint = f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(allowed)}"
-            out.append(f"{_loc(loc)}: unknown field ({hint})")
+            out.append(f"{field_path(loc)}: unknown field ({hint})")
             continue
         if kind == "missing":
             msg = "required field is missing"
@@ -901,16 +543,16 @@ def _messages(exc: ValidationError) -> list[str]:
             msg = str(ctx.get("error", err["msg"]))
         else:
             given = err["input"]
-            msg = f"{err['msg']} (got {_clip(type(given).__name__, 40)} {_preview(given)})"
+            msg = f"{err['msg']} (got {clip(type(given).__name__, 40)} {_preview(given)})"
             if isinstance(given, bool):
                 msg += "; quote it: YAML reads yes/no/on/off/true/false as booleans"
-        out.append(f"{_loc(loc) or '(top level)'}: {msg}")
+        out.append(f"{field_path(loc) or '(top level)'}: {msg}")
     return out
 
 
 def _problem_report(shown: str, lines: list[str]) -> str:
     """One problem on the line, or a list of at most ``MAX_PROBLEM_LINES``, each cut short."""
-    lines = [_clip(line, 1000) for line in lines]
+    lines = [clip(line, 1000) for line in lines]
     if len(lines) == 1:
         return f"{shown}: {lines[0]}"
     body = [f"  {line}" for line in lines[:MAX_PROBLEM_LINES]]
@@ -934,10 +576,10 @@ def parse_scenario(data: Any, *, source: Path | str | None = None) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(
             f"{shown}: the top level must be a mapping of fields (id, title, roles, ...), "
-            f"not {_clip(type(data).__name__, 40)}.",
+            f"not {clip(type(data).__name__, 40)}.",
             "See scenarios/README.md for the format.",
         )
-    problem = _shape_problem(data)
+    problem = shape_problem(data, LIMITS)
     if problem is not None:
         raise ScenarioError(f"{shown}: {problem}.", SIZE_HINT)
     if "source_path" in data:
@@ -976,11 +618,11 @@ def load_scenario(id_or_path: str | Path) -> Scenario:
         path = Path(id_or_path)
         if path.suffix not in SUFFIXES:
             raise ScenarioError(
-                f"{_clip_path(as_text)}: not a scenario file; use a .yaml, .yml or .json file."
+                f"{clip_path(as_text)}: not a scenario file; use a .yaml, .yml or .json file."
             )
         # No is_file() pre-check: _read_bytes opens once and tells a missing file, a directory,
         # a FIFO and a symlink loop apart (is_file() calls them all "no such file").
-        return parse_scenario(_read(path, _display(path)), source=path)
+        return parse_scenario(_read(path), source=path)
     matches = [p for p in _scenario_files() if p.stem == as_text]
     if len(matches) > 1:
         raise ScenarioError(
@@ -993,12 +635,12 @@ def load_scenario(id_or_path: str | Path) -> Scenario:
             f"No scenario {short_repr(as_text)} in {_display(SCENARIO_DIR)}/ (available: {known}).",
             "Pass an id from that list or a path to a .yaml/.yml/.json file.",
         )
-    return parse_scenario(_read(matches[0], _display(matches[0])), source=matches[0])
+    return parse_scenario(_read(matches[0]), source=matches[0])
 
 
 def list_scenarios() -> list[Scenario]:
     """Every shipped scenario, sorted by id; one broken file fails loudly rather than vanishing."""
-    scenarios = [parse_scenario(_read(p, _display(p)), source=p) for p in _scenario_files()]
+    scenarios = [parse_scenario(_read(p), source=p) for p in _scenario_files()]
     ids = [s.id for s in scenarios]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
