@@ -255,7 +255,7 @@ def run_cli(scenarios: str = "", temperament: str = "gullible", targets_per_scen
     import shutil
     import tempfile
 
-    from ..service import Bureau
+    from ...service import Bureau
 
     tmp = None
     if data_dir is None:
