@@ -1,4 +1,8 @@
-"""The default ledger backend: one SQLite file under the data directory."""
+"""The default ledger backend: one SQLite file under the data directory.
+
+:class:`SqliteConnection` is the connection every store works over; :class:`Ledger` composes the
+stores on it (see :mod:`bureau.ledger.base`).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,26 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LedgerDamagedError
-from .base import SCHEMA, BaseLedger, Tx
+from .base import BaseLedger
+from .connection import Connection, Tx
+from .schema import SQLITE_SCHEMA
 
 
-class Ledger(BaseLedger):
-    """The default backend: one SQLite file under the data directory."""
+class SqliteConnection(Connection):
+    """One SQLite file: WAL mode with a busy timeout, safe across processes; one connection per
+    thread."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.create_schema()
+        # Held open, never used: while one connection stays open, closing the short ones does
+        # not checkpoint the WAL and delete it (an fsync each time: ~5-15 ms per event on a busy
+        # 2-core machine, 0.3-1.8 ms with this connection open).
+        self._keeper = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self._keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        self._local = threading.local()
+
+    def create_schema(self) -> None:
         from ..storage.files import private_file
 
         # Owner-only before SQLite opens it: the -wal/-shm files it creates take this mode.
@@ -26,7 +42,7 @@ class Ledger(BaseLedger):
         try:
             db.execute("PRAGMA busy_timeout=30000")
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
+            db.executescript(SQLITE_SCHEMA)
             columns = {r[1] for r in db.execute("PRAGMA table_info(cases)")}
             if "token" not in columns:  # a ledger written before case tokens existed
                 db.execute("ALTER TABLE cases ADD COLUMN token TEXT")
@@ -35,14 +51,8 @@ class Ledger(BaseLedger):
             raise _damaged(self.path, exc) from exc
         finally:
             db.close()
-        # Held open, never used: while one connection stays open, closing the short ones does
-        # not checkpoint the WAL and delete it (an fsync each time: ~5-15 ms per event on a busy
-        # 2-core machine, 0.3-1.8 ms with this connection open).
-        self._keeper = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-        self._keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        self._local = threading.local()
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # the ledger's name in messages (see Ledger.__repr__)
         return f"<Ledger sqlite {self.path}>"
 
     def _open(self) -> sqlite3.Connection:
@@ -98,6 +108,16 @@ class Ledger(BaseLedger):
     def tx(self, write: bool = False) -> Iterator[Tx]:
         with self.connect(immediate=write) as db:
             yield Tx(db.cursor(), "qmark")
+
+
+class Ledger(BaseLedger):
+    """The default backend: the stores over one SQLite file under the data directory."""
+
+    connection: SqliteConnection
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        super().__init__(SqliteConnection(self.path))
 
 
 def _damaged(path: Path, exc: BaseException) -> LedgerDamagedError:

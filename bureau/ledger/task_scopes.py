@@ -1,14 +1,14 @@
-"""The ledger's part of shared task scopes (issue 14): scopes, members, keyed writes, inboxes.
+"""Shared task scopes (issue 14): :class:`TaskScopeStore` (``ledger.task_scope_records``).
 
-A mixin of :class:`~bureau.ledger.base.BaseLedger`, so the SQLite and the server ledger share
-every query. Each membership change and each write is one transaction that reads the scope's
-rows (locked on the server), applies the pure rules of :mod:`bureau.task_scopes` and writes the
-change, its inbox notices and its outward event together: two processes can interleave their
-operations but never half of one. Like the rest of the ledger it holds ids, names, versions and
-timestamps, never a text: the texts of writes live in the card store (see
-:mod:`bureau.service.shared_scopes`).
+Scopes, members, keyed writes and inboxes. Each membership change and each write is one
+transaction that reads the scope's rows (locked on the server), applies the pure rules of
+:mod:`bureau.task_scopes` and writes the change, its inbox notices and its outward event
+(:meth:`~bureau.ledger.events.EventStore.insert`, in the same transaction) together: two
+processes can interleave their operations but never half of one. Like the rest of the ledger it
+holds ids, names, versions and timestamps, never a text: the texts of writes live in the card
+store (see :mod:`bureau.service.shared_scopes`).
 
-Tables:
+Tables (:data:`bureau.ledger.schema.TASK_SCOPE_TABLES`):
 
 * ``task_scopes``: one row per scope (owner, state);
 * ``task_scope_members``: one row per (scope, role) ever invited, with its state;
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ScopeExistsError, UnknownScopeKeyError
+from ..model import Event
 from ..task_scopes.inbox import InboxItem, check_details
 from ..task_scopes.membership import (
     Change,
@@ -38,78 +38,10 @@ from ..task_scopes.membership import (
     scope_owner_id,
 )
 from ..task_scopes.versions import ScopeWrite, WriteResult, order_key
-
-if TYPE_CHECKING:
-    from ..model import Event
-    from .base import CaseRecord, Tx
-
-TASK_SCOPE_TABLES = ("task_scopes", "task_scope_members", "task_scope_writes", "task_scope_keys",
-                     "task_scope_inbox")
-
-TASK_SCOPE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS task_scopes (
-  case_id TEXT NOT NULL, scope_name TEXT NOT NULL, owner TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('active', 'archived', 'deleted')),
-  created_by TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-  PRIMARY KEY (case_id, scope_name)
-);
-CREATE TABLE IF NOT EXISTS task_scope_members (
-  case_id TEXT NOT NULL, scope_name TEXT NOT NULL, member TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('invited', 'member', 'removed', 'declined')),
-  invited_by TEXT, updated_at REAL NOT NULL,
-  PRIMARY KEY (case_id, scope_name, member)
-);
-CREATE INDEX IF NOT EXISTS task_scope_members_role ON task_scope_members(case_id, member);
-CREATE TABLE IF NOT EXISTS task_scope_writes (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, case_id TEXT NOT NULL, scope_name TEXT NOT NULL,
-  skey TEXT NOT NULL, ver INTEGER NOT NULL, read_ver INTEGER, writer TEXT NOT NULL,
-  written_at REAL NOT NULL, card_id TEXT NOT NULL,
-  outcome TEXT NOT NULL CHECK (outcome IN ('won', 'stale'))
-);
-CREATE INDEX IF NOT EXISTS task_scope_writes_key ON task_scope_writes(case_id, scope_name, skey);
-CREATE TABLE IF NOT EXISTS task_scope_keys (
-  case_id TEXT NOT NULL, scope_name TEXT NOT NULL, skey TEXT NOT NULL,
-  win_seq INTEGER NOT NULL, shown_seq INTEGER, shown_card TEXT,
-  PRIMARY KEY (case_id, scope_name, skey)
-);
-CREATE TABLE IF NOT EXISTS task_scope_inbox (
-  case_id TEXT NOT NULL, member TEXT NOT NULL, pos INTEGER NOT NULL, kind TEXT NOT NULL,
-  scope_name TEXT NOT NULL, payload TEXT NOT NULL, at REAL NOT NULL,
-  PRIMARY KEY (case_id, member, pos)
-);
-"""
-"""SQLite DDL (appended to :data:`bureau.ledger.base.SCHEMA`)."""
-
-TASK_SCOPE_SERVER_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS {p}task_scopes (
-      case_id VARCHAR(128) NOT NULL, scope_name VARCHAR(32) NOT NULL, owner VARCHAR(32) NOT NULL,
-      state VARCHAR(8) NOT NULL, created_by VARCHAR(32) NOT NULL, created_at DOUBLE NOT NULL,
-      updated_at DOUBLE NOT NULL, PRIMARY KEY (case_id, scope_name)
-    )""",
-    """CREATE TABLE IF NOT EXISTS {p}task_scope_members (
-      case_id VARCHAR(128) NOT NULL, scope_name VARCHAR(32) NOT NULL, member VARCHAR(32) NOT NULL,
-      state VARCHAR(8) NOT NULL, invited_by VARCHAR(32), updated_at DOUBLE NOT NULL,
-      PRIMARY KEY (case_id, scope_name, member), KEY {p}task_scope_members_role (case_id, member)
-    )""",
-    """CREATE TABLE IF NOT EXISTS {p}task_scope_writes (
-      seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
-      scope_name VARCHAR(32) NOT NULL, skey VARCHAR(32) NOT NULL, ver BIGINT NOT NULL,
-      read_ver BIGINT, writer VARCHAR(32) NOT NULL, written_at DOUBLE NOT NULL,
-      card_id VARCHAR(64) NOT NULL, outcome VARCHAR(8) NOT NULL,
-      KEY {p}task_scope_writes_key (case_id, scope_name, skey)
-    )""",
-    """CREATE TABLE IF NOT EXISTS {p}task_scope_keys (
-      case_id VARCHAR(128) NOT NULL, scope_name VARCHAR(32) NOT NULL, skey VARCHAR(32) NOT NULL,
-      win_seq BIGINT NOT NULL, shown_seq BIGINT, shown_card VARCHAR(64),
-      PRIMARY KEY (case_id, scope_name, skey)
-    )""",
-    """CREATE TABLE IF NOT EXISTS {p}task_scope_inbox (
-      case_id VARCHAR(128) NOT NULL, member VARCHAR(32) NOT NULL, pos BIGINT NOT NULL,
-      kind VARCHAR(32) NOT NULL, scope_name VARCHAR(32) NOT NULL, payload TEXT NOT NULL,
-      at DOUBLE NOT NULL, PRIMARY KEY (case_id, member, pos)
-    )""",
-)
-"""The same tables on a seekdb/OceanBase server (created by :class:`ServerLedger`)."""
+from .cases import live_case
+from .connection import Connection, Tx
+from .events import EventStore
+from .schema import TASK_SCOPE_TABLES
 
 
 def _scope_row(row: dict[str, Any] | None) -> ScopeRow | None:
@@ -128,37 +60,31 @@ def _write(row: dict[str, Any], win_seq: int | None = None) -> ScopeWrite:
         current=win_seq is not None and int(row["seq"]) == int(win_seq))
 
 
-class TaskScopeLedger:
+class TaskScopeStore:
     """Scopes, members, keyed writes and inboxes; see the module docstring."""
 
-    if TYPE_CHECKING:  # provided by BaseLedger
-        for_update: str
-
-        def tx(self, write: bool = False) -> AbstractContextManager[Tx]: ...
-        def _t(self, name: str) -> str: ...
-        def _retrying(self, fn: Any, tries: int = 8) -> Any: ...
-        def _live(self, db: Tx, case_id: str, token: str | None) -> CaseRecord: ...
-        def _insert_events(self, db: Tx, case_id: str,
-                           items: list[tuple[str, dict[str, Any]]]) -> list[Event]: ...
+    def __init__(self, conn: Connection, events: EventStore) -> None:
+        self._conn = conn
+        self._events = events
 
     # -- rows --------------------------------------------------------------------------------
     def _scope(self, db: Tx, case_id: str, name: str, lock: bool = False) -> ScopeRow | None:
         return _scope_row(db.one(
-            f"SELECT * FROM {self._t('task_scopes')} WHERE case_id = ? AND scope_name = ?"
-            f"{self.for_update if lock else ''}", (case_id, name)))
+            f"SELECT * FROM {self._conn.t('task_scopes')} WHERE case_id = ? AND scope_name = ?"
+            f"{self._conn.for_update if lock else ''}", (case_id, name)))
 
     def _scope_members(self, db: Tx, case_id: str, name: str) -> dict[str, str]:
         return {r["member"]: r["state"] for r in db.all(
-            f"SELECT member, state FROM {self._t('task_scope_members')} WHERE case_id = ? AND"
+            f"SELECT member, state FROM {self._conn.t('task_scope_members')} WHERE case_id = ? AND"
             " scope_name = ?", (case_id, name))}
 
     def _set_member(self, db: Tx, case_id: str, name: str, role: str, state: str,
                     by: str | None, now: float) -> None:
-        cur = db.run(f"UPDATE {self._t('task_scope_members')} SET state = ?, updated_at = ?"
+        cur = db.run(f"UPDATE {self._conn.t('task_scope_members')} SET state = ?, updated_at = ?"
                      " WHERE case_id = ? AND scope_name = ? AND member = ?",
                      (state, now, case_id, name, role))
         if cur.rowcount == 0:
-            db.run(f"INSERT INTO {self._t('task_scope_members')} (case_id, scope_name, member,"
+            db.run(f"INSERT INTO {self._conn.t('task_scope_members')} (case_id, scope_name, member,"
                    " state, invited_by, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                    (case_id, name, role, state, by, now))
 
@@ -167,10 +93,10 @@ class TaskScopeLedger:
         """One notice per recipient, numbered in that recipient's own inbox."""
         body = json.dumps(check_details(kind, details), sort_keys=True)
         for role in recipients:
-            row = db.one(f"SELECT MAX(pos) AS n FROM {self._t('task_scope_inbox')} WHERE"
+            row = db.one(f"SELECT MAX(pos) AS n FROM {self._conn.t('task_scope_inbox')} WHERE"
                          " case_id = ? AND member = ?", (case_id, role))
             pos = int(row["n"] or 0) + 1 if row else 1
-            db.run(f"INSERT INTO {self._t('task_scope_inbox')} (case_id, member, pos, kind,"
+            db.run(f"INSERT INTO {self._conn.t('task_scope_inbox')} (case_id, member, pos, kind,"
                    " scope_name, payload, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (case_id, role, pos, kind, name, body, now))
 
@@ -180,35 +106,36 @@ class TaskScopeLedger:
                               self._scope_members(db, case_id, name), role)
 
     # -- membership --------------------------------------------------------------------------
-    def create_task_scope(self, case_id: str, token: str | None, name: str,
+    def create(self, case_id: str, token: str | None, name: str,
                           owner: str) -> tuple[TaskScope, list[Event]]:
         def run() -> tuple[TaskScope, list[Event]]:
             now = time.time()
-            with self.tx(write=True) as db:
-                self._live(db, case_id, token)
+            with self._conn.tx(write=True) as db:
+                live_case(self._conn, db, case_id, token)
                 if self._scope(db, case_id, name, lock=True) is not None:
                     raise ScopeExistsError(f"Case {case_id} already has or had a task scope "
                                            f"named {name!r}.")
-                db.run(f"INSERT INTO {self._t('task_scopes')} (case_id, scope_name, owner, state,"
-                       " created_by, created_at, updated_at) VALUES (?, ?, ?, 'active', ?, ?, ?)",
+                db.run(f"INSERT INTO {self._conn.t('task_scopes')} (case_id, scope_name, owner,"
+                       " state, created_by, created_at, updated_at)"
+                       " VALUES (?, ?, ?, 'active', ?, ?, ?)",
                        (case_id, name, owner, owner, now, now))
                 self._set_member(db, case_id, name, owner, "member", owner, now)
                 details = {"scope": name, "by": owner}
                 self._to_inbox(db, case_id, [owner], "scope.created", name, details, now)
-                events = self._insert_events(db, case_id, [("scope.created", details)])
+                events = self._events.insert(db, case_id, [("scope.created", details)])
                 row = ScopeRow(case_id, name, owner, "active", owner, now, now)
                 return TaskScope.of(row, {owner: "member"}), events
 
-        return self._retrying(run)  # type: ignore[no-any-return]
+        return self._conn.retrying(run)
 
-    def change_task_scope(self, case_id: str, token: str | None, op: str, name: str,
+    def change(self, case_id: str, token: str | None, op: str, name: str,
                           actor: str, target: str | None = None,
                           ) -> tuple[Change, TaskScope, list[Event]]:
         """Apply one membership operation (see :func:`bureau.task_scopes.membership.plan`)."""
         def run() -> tuple[Change, TaskScope, list[Event]]:
             now = time.time()
-            with self.tx(write=True) as db:
-                self._live(db, case_id, token)
+            with self._conn.tx(write=True) as db:
+                live_case(self._conn, db, case_id, token)
                 scope = self._scope(db, case_id, name, lock=True)
                 members = self._scope_members(db, case_id, name)
                 change = plan(op, case_id, name, scope, members, actor, target)
@@ -216,47 +143,47 @@ class TaskScopeLedger:
                 for role, state in change.members.items():
                     self._set_member(db, case_id, name, role, state, actor, now)
                 if change.owner is not None or change.state is not None:
-                    db.run(f"UPDATE {self._t('task_scopes')} SET owner = ?, state = ?,"
+                    db.run(f"UPDATE {self._conn.t('task_scopes')} SET owner = ?, state = ?,"
                            " updated_at = ? WHERE case_id = ? AND scope_name = ?",
                            (change.owner or scope.owner, change.state or scope.state, now,
                             case_id, name))
                 if change.state == "deleted":  # the cards they name are purged next
                     for table in ("task_scope_writes", "task_scope_keys"):
-                        db.run(f"DELETE FROM {self._t(table)} WHERE case_id = ? AND"
+                        db.run(f"DELETE FROM {self._conn.t(table)} WHERE case_id = ? AND"
                                " scope_name = ?", (case_id, name))
                 self._to_inbox(db, case_id, change.recipients, change.notice, name,
                                change.details, now)
-                events = self._insert_events(db, case_id, [(change.notice, change.details)])
+                events = self._events.insert(db, case_id, [(change.notice, change.details)])
                 row = ScopeRow(case_id, name, change.owner or scope.owner,
                                change.state or scope.state, scope.created_by, scope.created_at,
                                now)
                 return change, TaskScope.of(row, {**members, **change.members}), events
 
-        return self._retrying(run)  # type: ignore[no-any-return]
+        return self._conn.retrying(run)
 
     # -- reads (as a member, or as the operator) -----------------------------------------------
-    def task_scope_access(self, case_id: str, name: str, role: str,
+    def access(self, case_id: str, name: str, role: str,
                           write: bool = False) -> ScopeRow:
         """The scope, if ``role`` may read (``write``: and write) it now; else the refusal."""
-        with self.tx() as db:
+        with self._conn.tx() as db:
             scope = self._scope(db, case_id, name)
             members = self._scope_members(db, case_id, name)
         check = require_writable if write else require_member
         return check(case_id, name, scope, members, role)
 
-    def task_scope_info(self, case_id: str, name: str, role: str) -> TaskScope:
-        with self.tx() as db:
+    def info(self, case_id: str, name: str, role: str) -> TaskScope:
+        with self._conn.tx() as db:
             scope = self._scope(db, case_id, name)
             members = self._scope_members(db, case_id, name)
         return TaskScope.of(require_member(case_id, name, scope, members, role), members)
 
-    def task_scopes(self, case_id: str) -> list[TaskScope]:
+    def all(self, case_id: str) -> list[TaskScope]:
         """Every scope of a case, deleted ones too (operator view)."""
-        with self.tx() as db:
-            rows = db.all(f"SELECT * FROM {self._t('task_scopes')} WHERE case_id = ?"
+        with self._conn.tx() as db:
+            rows = db.all(f"SELECT * FROM {self._conn.t('task_scopes')} WHERE case_id = ?"
                           " ORDER BY scope_name", (case_id,))
             members = db.all(f"SELECT scope_name, member, state FROM"
-                             f" {self._t('task_scope_members')} WHERE case_id = ?", (case_id,))
+                             f" {self._conn.t('task_scope_members')} WHERE case_id = ?", (case_id,))
         by_scope: dict[str, dict[str, str]] = {}
         for m in members:
             by_scope.setdefault(m["scope_name"], {})[m["member"]] = m["state"]
@@ -269,10 +196,10 @@ class TaskScopeLedger:
 
     def memberships(self, case_id: str, role: str) -> list[Membership]:
         """The role's pending invitations and memberships of scopes that are not deleted."""
-        with self.tx() as db:
+        with self._conn.tx() as db:
             rows = db.all(
-                f"SELECT m.scope_name, m.state FROM {self._t('task_scope_members')} m JOIN"
-                f" {self._t('task_scopes')} s ON s.case_id = m.case_id AND"
+                f"SELECT m.scope_name, m.state FROM {self._conn.t('task_scope_members')} m JOIN"
+                f" {self._conn.t('task_scopes')} s ON s.case_id = m.case_id AND"
                 " s.scope_name = m.scope_name WHERE m.case_id = ? AND m.member = ? AND"
                 " m.state IN ('invited', 'member') AND s.state <> 'deleted'"
                 " ORDER BY m.scope_name", (case_id, role))
@@ -286,17 +213,17 @@ class TaskScopeLedger:
         on the next read. A card shows a value only while it holds the key's current winner:
         one that is being replaced, or left behind by a crash, is never returned.
         """
-        sql = (f"SELECT s.scope_name, k.shown_card FROM {self._t('task_scopes')} s"
-               f" LEFT JOIN {self._t('task_scope_keys')} k ON k.case_id = s.case_id AND"
+        sql = (f"SELECT s.scope_name, k.shown_card FROM {self._conn.t('task_scopes')} s"
+               f" LEFT JOIN {self._conn.t('task_scope_keys')} k ON k.case_id = s.case_id AND"
                " k.scope_name = s.scope_name AND k.shown_seq = k.win_seq"
                " WHERE s.case_id = ? AND s.state IN ('active', 'archived')")
         params: tuple[Any, ...] = (case_id,)
         if role is not None:
-            sql += (f" AND EXISTS (SELECT 1 FROM {self._t('task_scope_members')} m WHERE"
+            sql += (f" AND EXISTS (SELECT 1 FROM {self._conn.t('task_scope_members')} m WHERE"
                     " m.case_id = s.case_id AND m.scope_name = s.scope_name AND m.member = ?"
                     " AND m.state = 'member')")
             params += (role,)
-        with self.tx() as db:
+        with self._conn.tx() as db:
             rows = db.all(sql, params)
         out: dict[str, set[str]] = {}
         for r in rows:
@@ -305,12 +232,12 @@ class TaskScopeLedger:
                 ids.add(str(r["shown_card"]))
         return {owner: frozenset(ids) for owner, ids in sorted(out.items())}
 
-    def scope_members_of(self, case_id: str) -> dict[str, frozenset[str]]:
+    def members_of(self, case_id: str) -> dict[str, frozenset[str]]:
         """Store owner id -> accepted members, for every live scope (operator view)."""
-        with self.tx() as db:
+        with self._conn.tx() as db:
             rows = db.all(
-                f"SELECT m.scope_name, m.member FROM {self._t('task_scope_members')} m JOIN"
-                f" {self._t('task_scopes')} s ON s.case_id = m.case_id AND"
+                f"SELECT m.scope_name, m.member FROM {self._conn.t('task_scope_members')} m JOIN"
+                f" {self._conn.t('task_scopes')} s ON s.case_id = m.case_id AND"
                 " s.scope_name = m.scope_name WHERE m.case_id = ? AND m.state = 'member' AND"
                 " s.state IN ('active', 'archived')", (case_id,))
         out: dict[str, set[str]] = {}
@@ -319,7 +246,7 @@ class TaskScopeLedger:
         return {k: frozenset(v) for k, v in out.items()}
 
     # -- keyed writes ----------------------------------------------------------------------------
-    def record_scope_write(
+    def record_write(
         self, case_id: str, token: str | None, name: str, writer: str, key: str, version: int,
         read_version: int | None, written_at: float, card_id: str,
     ) -> tuple[WriteResult, list[Event]]:
@@ -331,34 +258,35 @@ class TaskScopeLedger:
         """
         def run() -> tuple[WriteResult, list[Event]]:
             now = time.time()
-            with self.tx(write=True) as db:
-                self._live(db, case_id, token)
+            with self._conn.tx(write=True) as db:
+                live_case(self._conn, db, case_id, token)
                 scope = self._scope(db, case_id, name, lock=True)
                 members = self._scope_members(db, case_id, name)
                 require_writable(case_id, name, scope, members, writer)
-                krow = db.one(f"SELECT win_seq FROM {self._t('task_scope_keys')} WHERE"
-                              f" case_id = ? AND scope_name = ? AND skey = ?{self.for_update}",
+                krow = db.one(f"SELECT win_seq FROM {self._conn.t('task_scope_keys')} WHERE"
+                              " case_id = ? AND scope_name = ? AND skey = ?"
+                              f"{self._conn.for_update}",
                               (case_id, name, key))
                 best = None if krow is None else db.one(
-                    f"SELECT * FROM {self._t('task_scope_writes')} WHERE seq = ?",
+                    f"SELECT * FROM {self._conn.t('task_scope_writes')} WHERE seq = ?",
                     (krow["win_seq"],))
                 mine = order_key(version, written_at, writer, card_id)
                 won = best is None or mine > order_key(int(best["ver"]),
                                                        float(best["written_at"]),
                                                        best["writer"], str(best["card_id"]))
                 cur = db.run(
-                    f"INSERT INTO {self._t('task_scope_writes')} (case_id, scope_name, skey, ver,"
-                    " read_ver, writer, written_at, card_id, outcome)"
+                    f"INSERT INTO {self._conn.t('task_scope_writes')} (case_id, scope_name, skey,"
+                    " ver, read_ver, writer, written_at, card_id, outcome)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (case_id, name, key, version, read_version, writer, written_at, card_id,
                      "won" if won else "stale"))
                 seq = int(cur.lastrowid or 0)
                 if krow is None:
-                    db.run(f"INSERT INTO {self._t('task_scope_keys')} (case_id, scope_name, skey,"
-                           " win_seq, shown_seq, shown_card) VALUES (?, ?, ?, ?, NULL, NULL)",
+                    db.run(f"INSERT INTO {self._conn.t('task_scope_keys')} (case_id, scope_name,"
+                           " skey, win_seq, shown_seq, shown_card) VALUES (?, ?, ?, ?, NULL, NULL)",
                            (case_id, name, key, seq))
                 elif won:
-                    db.run(f"UPDATE {self._t('task_scope_keys')} SET win_seq = ? WHERE"
+                    db.run(f"UPDATE {self._conn.t('task_scope_keys')} SET win_seq = ? WHERE"
                            " case_id = ? AND scope_name = ? AND skey = ?",
                            (seq, case_id, name, key))
                 if won:
@@ -375,85 +303,92 @@ class TaskScopeLedger:
                                    {"scope": name, "key": key, "version": version,
                                     "winning_version": win_version,
                                     "winning_writer": win_writer, "seq": seq}, now)
-                events = self._insert_events(db, case_id, [(
+                events = self._events.insert(db, case_id, [(
                     "scope.written", {"scope": name, "writer": writer, "version": version,
                                       "seq": seq, "stale": not won})])
             result = WriteResult(name, key, version, writer, written_at, not won, win_version,
                                  win_writer, seq)
             return result, events
 
-        return self._retrying(run)  # type: ignore[no-any-return]
+        return self._conn.retrying(run)
 
-    def scope_value(self, case_id: str, name: str, role: str, key: str) -> ScopeWrite:
+    def value(self, case_id: str, name: str, role: str, key: str) -> ScopeWrite:
         """The key's winning write, as a member reads it."""
-        with self.tx() as db:
+        with self._conn.tx() as db:
             self._member_scope(db, case_id, name, role)
-            row = db.one(f"SELECT w.* FROM {self._t('task_scope_keys')} k JOIN"
-                         f" {self._t('task_scope_writes')} w ON w.seq = k.win_seq WHERE"
+            row = db.one(f"SELECT w.* FROM {self._conn.t('task_scope_keys')} k JOIN"
+                         f" {self._conn.t('task_scope_writes')} w ON w.seq = k.win_seq WHERE"
                          " k.case_id = ? AND k.scope_name = ? AND k.skey = ?",
                          (case_id, name, key))
         if row is None:
             raise UnknownScopeKeyError(f"Task scope {name!r} has no key {key!r}.")
         return _write(row, row["seq"])
 
-    def scope_keys(self, case_id: str, name: str, role: str) -> list[str]:
-        with self.tx() as db:
+    def keys(self, case_id: str, name: str, role: str) -> list[str]:
+        with self._conn.tx() as db:
             self._member_scope(db, case_id, name, role)
-            rows = db.all(f"SELECT skey FROM {self._t('task_scope_keys')} WHERE case_id = ? AND"
-                          " scope_name = ? ORDER BY skey", (case_id, name))
+            rows = db.all(f"SELECT skey FROM {self._conn.t('task_scope_keys')} WHERE"
+                          " case_id = ? AND scope_name = ? ORDER BY skey", (case_id, name))
         return [r["skey"] for r in rows]
 
-    def scope_history(self, case_id: str, name: str, role: str, key: str) -> list[ScopeWrite]:
+    def history(self, case_id: str, name: str, role: str, key: str) -> list[ScopeWrite]:
         """Every write of a key, stale ones included, in the order they were recorded."""
-        with self.tx() as db:
+        with self._conn.tx() as db:
             self._member_scope(db, case_id, name, role)
-            krow = db.one(f"SELECT win_seq FROM {self._t('task_scope_keys')} WHERE case_id = ?"
+            krow = db.one(f"SELECT win_seq FROM {self._conn.t('task_scope_keys')} WHERE case_id = ?"
                           " AND scope_name = ? AND skey = ?", (case_id, name, key))
-            rows = db.all(f"SELECT * FROM {self._t('task_scope_writes')} WHERE case_id = ? AND"
+            rows = db.all(f"SELECT * FROM {self._conn.t('task_scope_writes')} WHERE case_id = ? AND"
                           " scope_name = ? AND skey = ? ORDER BY seq", (case_id, name, key))
         if krow is None:
             raise UnknownScopeKeyError(f"Task scope {name!r} has no key {key!r}.")
         return [_write(r, krow["win_seq"]) for r in rows]
 
     # -- the searchable copy of each key's value ------------------------------------------------
-    def scope_unsettled(self, case_id: str, name: str) -> list[dict[str, Any]]:
+    def unsettled(self, case_id: str, name: str) -> list[dict[str, Any]]:
         """Keys whose searchable card does not (yet) show the current winner: ``skey``,
         ``win_seq``, ``win_card`` (its log card), ``writer``, ``shown_card``."""
-        with self.tx() as db:
+        with self._conn.tx() as db:
             return db.all(
                 f"SELECT k.skey, k.win_seq, k.shown_card, w.card_id AS win_card, w.writer"
-                f" FROM {self._t('task_scope_keys')} k JOIN {self._t('task_scope_writes')} w"
+                f" FROM {self._conn.t('task_scope_keys')} k"
+                f" JOIN {self._conn.t('task_scope_writes')} w"
                 " ON w.seq = k.win_seq WHERE k.case_id = ? AND k.scope_name = ? AND"
                 " (k.shown_seq IS NULL OR k.shown_seq <> k.win_seq) ORDER BY k.skey",
                 (case_id, name))
 
-    def settle_scope_key(self, case_id: str, name: str, key: str, win_seq: int,
+    def settle_key(self, case_id: str, name: str, key: str, win_seq: int,
                          expect_card: str | None, new_card: str) -> bool:
         """Let ``new_card`` show the key's value, if the winner is still ``win_seq`` and nobody
         replaced ``expect_card`` meanwhile (compare-and-set); False: the caller deletes it."""
         def run() -> bool:
-            with self.tx(write=True) as db:
+            with self._conn.tx(write=True) as db:
                 scope = self._scope(db, case_id, name, lock=True)
                 if scope is None or scope.state == "deleted":
                     return False
-                row = db.one(f"SELECT win_seq, shown_card FROM {self._t('task_scope_keys')}"
+                row = db.one(f"SELECT win_seq, shown_card FROM {self._conn.t('task_scope_keys')}"
                              f" WHERE case_id = ? AND scope_name = ? AND skey = ?"
-                             f"{self.for_update}", (case_id, name, key))
+                             f"{self._conn.for_update}", (case_id, name, key))
                 if row is None or int(row["win_seq"]) != int(win_seq) \
                         or (row["shown_card"] or None) != expect_card:
                     return False
-                db.run(f"UPDATE {self._t('task_scope_keys')} SET shown_card = ?, shown_seq = ?"
+                db.run(f"UPDATE {self._conn.t('task_scope_keys')} SET shown_card = ?, shown_seq = ?"
                        " WHERE case_id = ? AND scope_name = ? AND skey = ?",
                        (new_card, win_seq, case_id, name, key))
                 return True
 
-        return bool(self._retrying(run))
+        return self._conn.retrying(run)
 
     # -- inbox -----------------------------------------------------------------------------------
     def inbox_page(self, case_id: str, role: str, cursor: int, limit: int) -> list[InboxItem]:
-        with self.tx() as db:
+        with self._conn.tx() as db:
             rows = db.all(f"SELECT pos, kind, scope_name, payload, at FROM"
-                          f" {self._t('task_scope_inbox')} WHERE case_id = ? AND member = ? AND"
-                          " pos > ? ORDER BY pos LIMIT ?", (case_id, role, cursor, limit))
+                          f" {self._conn.t('task_scope_inbox')} WHERE case_id = ? AND"
+                          " member = ? AND pos > ? ORDER BY pos LIMIT ?",
+                          (case_id, role, cursor, limit))
         return [InboxItem(int(r["pos"]), r["kind"], r["scope_name"], float(r["at"]),
                           json.loads(r["payload"])) for r in rows]
+
+    def clear_case(self, db: Tx, case_id: str) -> None:
+        """Every scope of the case (they live in its namespace: purged with it)."""
+        for table in TASK_SCOPE_TABLES:
+            db.run(f"DELETE FROM {self._conn.t(table)} WHERE case_id = ?", (case_id,))
