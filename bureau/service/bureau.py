@@ -257,7 +257,8 @@ class Bureau:
         directory, or (server store) a row on the server, since instances share no folder."""
         body = json.dumps(scenario.to_dict(), indent=1)
         if self.settings.store == "server":
-            self.ledger.snapshots.put(record.case_id, record.token, body)  # type: ignore[attr-defined]
+            snapshots = self.ledger.snapshots  # type: ignore[attr-defined]  (ServerLedger)
+            snapshots.put(record.case_id, record.token, body)
             return
         from ..storage.files import write_private
 

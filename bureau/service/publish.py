@@ -72,15 +72,16 @@ def _copy_meta(source: MemoryCard) -> dict[str, str]:
 
 
 class Publisher:
-    """Runs the saga for one case. Its dependencies are narrow on purpose: the store, the ledger,
-    the case's current namespace and a way to record events -- not the case or the bureau, so
-    the saga cannot reach anything else (and the service imports it, not the other way round).
+    """Runs the saga for one case. Its dependencies are narrow on purpose: the store, the
+    ledger's publish records (``ledger.publishes``: it keeps no other store), the case's current
+    namespace and a way to record events -- not the case or the bureau, so the saga cannot reach
+    anything else (and the service imports it, not the other way round).
     """
 
     def __init__(self, gateway: MemoryGateway, ledger: BaseLedger, space: CaseSpace,
                  emit: Emit, lease_s: float) -> None:
         self.gw = gateway
-        self.ledger = ledger
+        self.publishes = ledger.publishes
         self.space = space
         self.case_id = space.case_id
         self.emit = emit
@@ -90,7 +91,7 @@ class Publisher:
     def publish(self, role: str, card_id: str, wait_s: float = 30.0) -> MemoryCard:
         card_id = str(card_id)
         # Already published by this role: one ledger read and one get of the board copy.
-        rec = self.ledger.publication(self.case_id, card_id)
+        rec = self.publishes.get(self.case_id, card_id)
         if rec is not None and rec.status == "ready" and rec.source_role == role:
             copy = self._ready_copy(rec)
             if copy is not None:
@@ -98,13 +99,13 @@ class Publisher:
         source = self._source(role, card_id)
         deadline = time.monotonic() + wait_s
         while True:
-            outcome, rec = self.ledger.reserve(self.case_id, source.id, role, self.lease_s)
+            outcome, rec = self.publishes.reserve(self.case_id, source.id, role, self.lease_s)
             if outcome == "ready":
                 copy = self._ready_copy(rec)
                 if copy is not None:
                     return copy
                 # The ready copy vanished (deleted outside the bureau?): publish it again.
-                self.ledger.drop_publication(self.case_id, source.id, rec)
+                self.publishes.drop(self.case_id, source.id, rec)
                 continue
             if outcome == "held":
                 if time.monotonic() > deadline:
@@ -133,7 +134,7 @@ class Publisher:
                                              _copy_meta(source))
                 faults.hit("publish.after_copy_written")
             faults.hit("publish.before_mark_ready")
-            ready = self.ledger.mark_ready(self.case_id, source.id, copy.id, attempt)
+            ready = self.publishes.mark_ready(self.case_id, source.id, copy.id, attempt)
         except Exception as exc:
             self._compensate(source, attempt, copy, written, exc, deadline)
             raise PublishError(
@@ -179,7 +180,7 @@ class Publisher:
 
     def _doomed(self) -> set[str]:
         """Card ids with a pending cleanup task: never adopt those."""
-        return {t.card_id for t in self.ledger.cleanup_tasks(self.case_id)}
+        return {t.card_id for t in self.publishes.cleanup_tasks(self.case_id)}
 
     def _reconcile(self, source: MemoryCard) -> MemoryCard | None:
         """Adopt a board copy an earlier attempt wrote; delete any duplicates beyond the first."""
@@ -200,7 +201,7 @@ class Publisher:
     def _await_settled(self, source_id: str, deadline: float) -> Publication | None:
         """The record once it is no longer pending (or as it is when the deadline passes)."""
         while True:
-            rec = self.ledger.publication(self.case_id, source_id)
+            rec = self.publishes.get(self.case_id, source_id)
             if rec is None or rec.status != "pending" or time.monotonic() > deadline:
                 return rec
             time.sleep(POLL_S)
@@ -230,7 +231,7 @@ class Publisher:
         owned = True
         if copy is not None:
             # Keep the record pending (and ours) while the copy goes, so nobody adopts it meanwhile.
-            owned = self.ledger.renew(self.case_id, source.id, attempt, self.lease_s)
+            owned = self.publishes.renew(self.case_id, source.id, attempt, self.lease_s)
             if owned:
                 try:
                     faults.hit("publish.during_compensation")
@@ -238,7 +239,7 @@ class Publisher:
                 except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
                     removed = False
                 if not removed:
-                    self.ledger.add_cleanup(self.case_id, copy.id, BOARD, "publish compensation")
+                    self.publishes.add_cleanup(self.case_id, copy.id, BOARD, "publish compensation")
                     self.emit("cleanup.scheduled", {"card_id": copy.id, "source_id": source.id,
                                                      "reason": "publish compensation"})
             elif written is not None:
@@ -248,7 +249,7 @@ class Publisher:
                         self._delete_or_schedule(written.id, "lost lease", source.id)
                         removed = True
         if owned:
-            self.ledger.mark_failed(self.case_id, source.id, attempt, error)
+            self.publishes.mark_failed(self.case_id, source.id, attempt, error)
         self.emit(
             "memory.publish_failed",
             {"source_id": source.id, "error": type(exc).__name__, "attempt": attempt,
@@ -261,7 +262,7 @@ class Publisher:
                 return
         except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
             pass
-        self.ledger.add_cleanup(self.case_id, card_id, BOARD, reason)
+        self.publishes.add_cleanup(self.case_id, card_id, BOARD, reason)
         self.emit("cleanup.scheduled",
                         {"card_id": card_id, "source_id": source_id, "reason": reason})
 
@@ -274,8 +275,8 @@ class Publisher:
         """
         stats = {"cleanups": 0, "completed": 0, "rolled_back": 0, "orphans": 0, "duplicates": 0,
                  "unexplained": 0}
-        ready = {r.copy_id for r in self.ledger.publications(self.case_id) if r.status == "ready"}
-        for task in self.ledger.cleanup_tasks(self.case_id):
+        ready = {r.copy_id for r in self.publishes.all(self.case_id) if r.status == "ready"}
+        for task in self.publishes.cleanup_tasks(self.case_id):
             if task.card_id in ready:  # adopted after all: the task is void
                 done = True
             else:
@@ -283,7 +284,7 @@ class Publisher:
                     done = self.gw.delete_or_gone(self.space, task.owner_role, task.card_id)
                 except Exception:  # noqa: BLE001 - retried next time
                     done = False
-            self.ledger.finish_cleanup(self.case_id, task.card_id, done)
+            self.publishes.finish_cleanup(self.case_id, task.card_id, done)
             if done:
                 stats["cleanups"] += 1
                 self.emit("cleanup.done", {"card_id": task.card_id})
@@ -295,7 +296,7 @@ class Publisher:
             if card.id not in doomed:
                 copies.setdefault(card.source_id or "", []).append(card)
         now = time.time()
-        records = {r.source_id: r for r in self.ledger.publications(self.case_id)}
+        records = {r.source_id: r for r in self.publishes.all(self.case_id)}
         for source_id, rec in records.items():
             found = copies.get(source_id, [])
             if rec.status == "pending" and not is_stale(rec, now):
@@ -305,21 +306,22 @@ class Publisher:
                 keep = next((c for c in found if c.id == rec.copy_id), None)
                 if keep is None and found:
                     keep = found[0]
-                    if not self.ledger.force_ready(rec, keep.id):
+                    if not self.publishes.force_ready(rec, keep.id):
                         continue
                     self.emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
                 elif keep is None:
-                    if self.ledger.drop_publication(self.case_id, source_id, rec):
+                    if self.publishes.drop(self.case_id, source_id, rec):
                         stats["rolled_back"] += 1
                     continue
             elif found:  # an abandoned attempt wrote its copy: finish it
                 keep = found[0]
-                if not self.ledger.force_ready(rec, keep.id):
+                if not self.publishes.force_ready(rec, keep.id):
                     continue
                 stats["completed"] += 1
                 self.emit("memory.reconciled", {"source_id": source_id, "copy_id": keep.id})
             else:  # an abandoned attempt wrote nothing: fail it, a later publish starts over
-                if rec.status == "pending" and self.ledger.abandon(rec, "owner gone or lease over"):
+                why = "owner gone or lease over"
+                if rec.status == "pending" and self.publishes.abandon(rec, why):
                     stats["rolled_back"] += 1
                     self.emit("memory.publish_failed",
                                {"source_id": source_id, "error": "abandoned",

@@ -85,8 +85,8 @@ def repair(
     ledger, moved = _ledger(settings, move_damaged=adopt)
     report = RepairReport(ledger_moved_to=moved)
     stored = gateway.spaces()
-    retired = ledger.retired_spaces()
-    records = {r.case_id: r for r in ledger.list_cases()}
+    retired = ledger.cases.retired_spaces()
+    records = {r.case_id: r for r in ledger.cases.all()}
     live = {r.space.store_id for r in records.values()}
     report.live = sorted(records)
     report.retired_with_cards = sorted((stored & retired) - live)
@@ -119,14 +119,14 @@ def _adopt(settings: Settings, gateway: MemoryGateway, ledger: BaseLedger, store
                                   source=snapshot)
     except (OSError, ValueError, RecursionError, BureauError) as exc:
         return f"its snapshot {snapshot} is missing or unreadable ({type(exc).__name__})"
-    record = ledger.add_case(case_id, scenario.id, scenario.title, token, epoch)
+    record = ledger.cases.add(case_id, scenario.id, scenario.title, token, epoch)
     records[case_id] = record
     space = CaseSpace(case_id, store_id)
     for copy in gateway.list(space, BOARD):
         source_role = next((r for r in scenario.role_names
                             if copy.source_id and gateway.get(space, r, copy.source_id)), None)
-        if source_role and ledger.publication(case_id, copy.source_id or "") is None:
-            ledger.restore_publication(case_id, copy.source_id or "", source_role, copy.id)
+        if source_role and ledger.publishes.get(case_id, copy.source_id or "") is None:
+            ledger.publishes.restore(case_id, copy.source_id or "", source_role, copy.id)
             report.publications_restored += 1
     report.adopted.append(case_id)
     return None
