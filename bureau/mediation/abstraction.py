@@ -167,6 +167,12 @@ def leaked_terms(original: str, abstraction: str) -> list[str]:
 
 
 def abstracted(card: MemoryCard, text: str) -> MemoryCard:
-    """The card as released under ``abstract``: same id (so ``released()`` accepts it), the
-    abstraction as content, no abstraction label (nothing more to hide behind)."""
-    return MemoryCard(**{**card.__dict__, "content": text, "abstraction": None})
+    """The card as released under ``abstract``: the same id (so ``released()`` accepts it) and
+    owner, the abstraction as content, and nothing else of the original: no topic, kind, seed
+    key, labels or content hash (they describe what is withheld), and no relevance score (it
+    measures the question against the withheld text, so a guesser could read it as a meter)."""
+    return MemoryCard(
+        id=card.id, case_id=card.case_id, owner=card.owner, visibility=card.visibility,
+        topic="abstract", kind="abstraction", content=text, created_at=card.created_at,
+        source_role=card.source_role, tier=card.tier, provenance=card.provenance,
+        trust=card.trust)
