@@ -7,8 +7,10 @@ Tests that need a second store (persistence, crashes, servers) run it in a subpr
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,99 @@ REPO = Path(__file__).resolve().parents[1]
 _DATA = Path(tempfile.mkdtemp(prefix="bureau-test-"))
 os.environ["BUREAU_DATA_DIR"] = str(_DATA)
 os.environ.pop("BUREAU_SEEKDB_HOST", None)
+
+
+# --- markers, derived (registered in pyproject.toml) -------------------------------------------
+# A test needs the store or the model when a fixture it uses does, or when its own code (or a
+# helper or fixture of the test suite it calls) opens one: read from the source, so no test file
+# carries these marks by hand. `make check` runs what needs neither.
+STORAGE_FIXTURES = {"bureau", "case", "seekdb_server"}
+"""Open the session's embedded store (``bureau``, and ``case`` through it) or a seekdb server."""
+MODEL_FIXTURES = {"bureau", "case", "encoder"}
+"""The session's Bureau embeds with MiniLM (the default embedder); ``encoder`` loads it."""
+_CHILD_STORES = r"\b(Bureau\.open|run_python|finish|execute_notebook)\s*\(|\"-m\",\s*\"bureau\b"
+STORAGE_CALLS = re.compile(rf"{_CHILD_STORES}|\b(open_store|MemoryGateway)\s*\(")
+"""In-process or child-process stores: a child started by ``run_python``/``finish`` opens its
+own, a lesson run by papermill one in its kernel, ``python -m bureau[.leakage] ...`` one more."""
+MODEL_CALLS = re.compile(rf"{_CHILD_STORES}|\b(MiniLMEncoder|shared_minilm)\s*\(")
+SLOW_FILES = {"test_run_all", "test_install"}
+"""Whole runs in child processes (run_all.sh's stages, a wheel build and a fresh venv): marked
+``slow`` as well as what they need, so `make check` stays under a minute."""
+AREAS = {
+    "publish": r"test_(publish_\w+|saga_story)",
+    "mediation": r"test_(mediation_\w+|policy_\w+|leakage_mediated|outward_views)",
+    "tiers": r"test_(tiers|lesson_08)",
+    "task_scopes": r"test_(task_scopes|scope_topk)",
+    "leakage": r"test_(leakage_\w+|leak_metrics|magpie|agentsocialbench)",
+    "poisoning": r"test_(poisoning|lesson_08)",
+    "injection": r"test_(injection_lab|standin_model|llm_responder|xray_payload)",
+    "isolation": r"test_(isolation|side_channels|identities|outward_views|bad_input)",
+    "lifecycle": r"test_(lifecycle|persistence|store_ledger_agreement|footprint)",
+    "ledger": r"test_(ledger|store_ledger_agreement)",
+    "scenario": r"test_(scenario\w*|cast)",
+    "notebooks": r"test_(notebooks|nbtool|widgets|lesson_08|cast)",
+    "layers": r"test_(layers|gateway|install|run_all)",
+}
+"""Area marker -> test file names (``-m "storage and mediation"`` runs one area's storage
+tests)."""
+_TESTS = Path(__file__).resolve().parent
+
+
+_SOURCE: dict[object, tuple[str, list[object]]] = {}
+
+
+def _source_and_callees(fn: object) -> tuple[str, list[object]]:
+    """A test-suite function's source and the test-suite functions it calls by name (cached:
+    parametrised tests and shared fixtures are read once)."""
+    if fn not in _SOURCE:
+        text, callees = "", []
+        try:
+            if Path(inspect.getsourcefile(fn) or "").is_relative_to(_TESTS):
+                text = inspect.getsource(fn)
+        except (OSError, TypeError):
+            pass
+        if text:
+            names = getattr(fn, "__globals__", {})
+            callees = [names[n] for n in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
+                       if inspect.isfunction(names.get(n))]
+        _SOURCE[fn] = (text, callees)
+    return _SOURCE[fn]
+
+
+def _suite_sources(item: pytest.Item) -> list[str]:
+    """The test's source, its fixtures' and every test-suite function they call by name."""
+    info = getattr(item, "_fixtureinfo", None)
+    todo = [getattr(item, "function", None)]
+    todo += [defs[-1].func for defs in (info.name2fixturedefs.values() if info else ()) if defs]
+    seen: set[int] = set()
+    out = []
+    while todo:
+        fn = todo.pop()
+        fn = inspect.unwrap(fn) if callable(fn) else None
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        text, callees = _source_and_callees(fn)
+        if text:
+            out.append(text)
+            todo += callees
+    return out
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        text = "\n".join(_suite_sources(item))
+        if fixtures & STORAGE_FIXTURES or STORAGE_CALLS.search(text):
+            item.add_marker(pytest.mark.storage)
+        if fixtures & MODEL_FIXTURES or MODEL_CALLS.search(text):
+            item.add_marker(pytest.mark.model)
+        stem = item.path.stem
+        if stem in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+        for area, pattern in AREAS.items():
+            if re.fullmatch(pattern, stem):
+                item.add_marker(getattr(pytest.mark, area))
 
 
 def pytest_sessionfinish(session, exitstatus):
