@@ -16,6 +16,7 @@ version is still visible in the audit).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -23,11 +24,11 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from ..datafiles import Limits, clip, clip_path, field_path, read_data, shape_problem
 from ..errors import PolicyError
-from ..text import NAME_RE
+from ..text import NAME_RE, short_repr
 from .invocation import RECIPIENTS
 
 ACTIONS = ("withhold", "abstract", "reveal")
@@ -37,6 +38,27 @@ UNLABELLED = "unlabelled"
 """What ``sensitivity`` / ``info_type`` match on for a card without that label."""
 MAX_POLICY_BYTES = 200_000
 MAX_RULES = 1_000
+POLICY_SIZE_HINT = (
+    "A policy is a list of rules; see scenarios/README.md ('Policies') for the format."
+)
+POLICY_LIMITS = Limits(
+    noun="policy",
+    max_bytes=MAX_POLICY_BYTES,
+    max_depth=16,
+    max_values=20_000,
+    max_text_chars=1_000_000,
+    max_number_chars=64,
+    depth_needed="a policy needs 6",
+    values_needed="a policy of 1,000 rules needs about 15,000",
+    size_hint=POLICY_SIZE_HINT,
+    at="line {line}: ",
+    invalid="not valid",
+    missing="no such policy file",
+)
+"""How policy files are read (bureau.datafiles): a policy is deeper than a scenario by one level
+(``rules`` -> rule -> ``match`` -> field -> list -> name) and may hold up to ``MAX_RULES`` rules
+of about fifteen values each; aliases count as full copies, so an alias bomb is refused at once.
+Duplicate keys are refused: ``default: withhold`` then ``default: reveal`` must not mean reveal."""
 MATCH_FIELDS = ("info_type", "sensitivity", "owner", "visibility", "requester", "recipient",
                 "task", "purpose")
 
@@ -206,13 +228,8 @@ class Policy(_Strict):
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
+    """``rules[3].match.recipient[0]``, each part cut short (keys can be any text)."""
+    return field_path(loc) or "(top level)"
 
 
 def parse_policy(data: Any, *, source: str | Path = "<policy>") -> Policy:
@@ -220,7 +237,11 @@ def parse_policy(data: Any, *, source: str | Path = "<policy>") -> Policy:
     shown = str(source)
     if not isinstance(data, dict):
         raise PolicyError(f"{shown}: the top level must be a mapping (version, rules, ...), "
-                          f"not {type(data).__name__}.", file=shown)
+                          f"not {clip(type(data).__name__, 40)}.", file=shown)
+    # before pydantic, which recurses into the data and copies it (see datafiles.shape_problem)
+    problem = shape_problem(data, POLICY_LIMITS)
+    if problem is not None:
+        raise PolicyError(f"{shown}: {problem}.", POLICY_SIZE_HINT, file=shown)
     if "source" in data:
         raise PolicyError(f"{shown}: source: unknown field (set by the loader)", file=shown,
                           field="source")
@@ -240,38 +261,26 @@ def parse_policy(data: Any, *, source: str | Path = "<policy>") -> Policy:
             if err["type"] == "extra_forbidden":
                 msg = "unknown field"
             elif err["type"] == "literal_error":
-                msg = f"{err.get('input')!r} is not valid ({msg})"
+                msg = f"{short_repr(err.get('input'))} is not valid ({msg})"
             lines.append((loc, msg))
         loc, msg = lines[0]
         rule = loc[1] if len(loc) > 1 and loc[0] == "rules" and isinstance(loc[1], int) else None
         more = f" (and {len(lines) - 1} more problem(s))" if len(lines) > 1 else ""
-        raise PolicyError(f"{shown}: {_loc(loc)}: {msg}{more}", file=shown, rule=rule,
-                          field=_loc(loc)) from None
+        raise PolicyError(f"{shown}: {_loc(loc)}: {clip(msg, 200)}{more}", file=shown,
+                          rule=rule, field=_loc(loc)) from None
 
 
 def load_policy(path: str | Path) -> Policy:
-    """Read a policy file (.yaml, .yml or .json), size-capped, with precise errors."""
+    """Read a policy file (.json, or YAML for any other name) within :data:`POLICY_LIMITS`.
+
+    The file is read the way scenarios are (bureau.datafiles): size-capped before reading, one
+    open (a FIFO or a device is refused, not waited on), duplicate keys refused, and depth,
+    values and text capped with aliases expanded. Every error is a short ``PolicyError``
+    naming the file.
+    """
     p = Path(path)
-    shown = str(path)
-    try:
-        size = p.stat().st_size
-        if not p.is_file():
-            raise PolicyError(f"{shown}: not a file.", file=shown)
-        if size > MAX_POLICY_BYTES:
-            raise PolicyError(f"{shown}: {size:,} bytes; a policy is at most "
-                              f"{MAX_POLICY_BYTES:,}.", file=shown)
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError(f"{shown}: no such policy file.", file=shown) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"{shown}: cannot read the file ({type(exc).__name__}).",
-                          file=shown) from None
-    try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise PolicyError(f"{shown}: {where}not valid YAML/JSON.", file=shown) from None
+    shown = clip_path(str(path))
+    data = read_data(p, shown, POLICY_LIMITS, functools.partial(PolicyError, file=shown))
     return parse_policy(data, source=shown)
 
 
