@@ -34,7 +34,7 @@ import yaml
 from .errors import BureauError
 from .text import short_repr
 
-Fail = Callable[[str, "str | None"], BureauError]
+Fail = Callable[[str, str | None], BureauError]
 """Builds the caller's error from a message (starting with the file) and a hint (or ``None``)."""
 
 MAX_PATH_CHARS = 200

@@ -620,8 +620,8 @@ def load_scenario(id_or_path: str | Path) -> Scenario:
             raise ScenarioError(
                 f"{clip_path(as_text)}: not a scenario file; use a .yaml, .yml or .json file."
             )
-        # No is_file() pre-check: _read_bytes opens once and tells a missing file, a directory,
-        # a FIFO and a symlink loop apart (is_file() calls them all "no such file").
+        # No is_file() pre-check: datafiles.read_bytes opens once and tells a missing file, a
+        # directory, a FIFO and a symlink loop apart (is_file() calls them all "no such file").
         return parse_scenario(_read(path), source=path)
     matches = [p for p in _scenario_files() if p.stem == as_text]
     if len(matches) > 1:
