@@ -201,7 +201,7 @@ def test_every_decision_records_the_policy_version(mediator):
     ("The safe opens with the combination 0427.", "It takes a four-digit code.", []),
     ("The safe opens with the combination 0427.", "The code is 0427.", ["0427"]),
     ("The safe opens with the combination 0427.", "The code is 10427.", []),
-    ("Recorded at 23:40 in the hallway.", "Recorded at 23.40.", ["23", "40"]),
+    ("Recorded at 23:40 in the hallway.", "Recorded at 23.40.", ["23:40", "23", "40"]),
     ("The butler visits Dover every Thursday.", "He travels weekly.", []),
     ("The butler visits Dover every Thursday.", "He goes to dover.", ["dover"]),
     ("The butler visits Dover every Thursday.", "Each thursday he leaves.", ["thursday"]),
