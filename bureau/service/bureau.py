@@ -311,7 +311,7 @@ class Bureau:
         if cached is not None and cached.token == record.token:
             return cached
         case = self._cases[case_id] = Case(self, record, self._read_scenario(record))
-        case.sweep_runs()  # runs of a process that died since (issue 14)
+        case.runs.sweep()  # runs of a process that died since (issue 14)
         return case
 
     def cases(self) -> list[CaseRecord]:
