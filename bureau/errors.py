@@ -76,7 +76,7 @@ class UnknownRoleError(BureauError):
 class UnknownCardError(BureauError):
     """No such card in this case and space (deliberately the same answer for 'exists elsewhere')."""
 
-    hint = "List the cards you may see with case.cards(role)."
+    hint = "List the cards you may see with agent.cards() (the list_cards tool)."
 
 
 class InvalidTextError(BureauError):
@@ -157,14 +157,14 @@ class UnknownTierError(InvalidArgumentError):
 class UnknownRunError(BureauError):
     """No such run in this case (a bad run id, or one of another case or role)."""
 
-    hint = "Start a run with case.start_run(role); list live runs with case.runs()."
+    hint = "Start a run with agent.start_run(); the operator lists live runs with case.runs.live()."
 
 
 class RunEndedError(UnknownRunError):
     """The run has ended (here, in another process, or swept after its process died): its
     ephemeral cards are gone and it accepts nothing more."""
 
-    hint = "Start a new run with case.start_run(role)."
+    hint = "Start a new run with agent.start_run()."
 
 
 class PromotionNotApprovedError(BureauError):
@@ -187,21 +187,21 @@ class UnknownTaskScopeError(TaskScopeError):
     invited, or was removed) or not: a refusal must not tell a non-member that a scope exists.
     """
 
-    hint = ("Ask the scope's owner for an invitation and accept it with case.accept(name, role); "
-            "case.my_scopes(role) lists the scopes you belong to.")
+    hint = ("Ask the scope's owner for an invitation and accept it with agent.scopes.accept(name); "
+            "agent.scopes.mine() lists the scopes you belong to.")
 
 
 class NoInvitationError(TaskScopeError):
     """Accepting or declining without a pending invitation (same words for a missing scope)."""
 
-    hint = "Only an invitation the owner sent can be accepted or declined: see case.inbox(role)."
+    hint = "Only an invitation the owner sent can be accepted or declined: see agent.scopes.inbox()."
 
 
 class NotScopeOwnerError(TaskScopeError):
     """A member tried to manage a scope; only its owner invites, removes, transfers, archives
     and deletes."""
 
-    hint = "Ask the owner (case.scope_info(name, role).owner) to do it, or to transfer the scope."
+    hint = "Ask the owner (agent.scopes.info(name).owner) to do it, or to transfer the scope."
 
 
 class ScopeArchivedError(TaskScopeError):
@@ -220,13 +220,13 @@ class MembershipError(TaskScopeError):
     """A membership change that does not fit the members' states (e.g. inviting a member,
     removing the owner, transferring to someone who has not accepted)."""
 
-    hint = "Check case.scope_info(name, role) for the members and pending invitations."
+    hint = "Check agent.scopes.info(name) for the members and pending invitations."
 
 
 class UnknownScopeKeyError(TaskScopeError):
     """A member asked for a key nobody has written in that scope."""
 
-    hint = "List the keys with case.scope_keys(name, role)."
+    hint = "List the keys with agent.scopes.keys(name)."
 
 
 class UnknownPrincipalError(BureauError):
