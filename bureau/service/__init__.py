@@ -15,10 +15,9 @@ Threat model (README.md, "Threat model"):
 
 So the service decides what an agent may read from the principal its handle carries, never from
 an argument or from the text of a question or a card, and no outward view carries private text,
-a question or an answer. Known gaps: no test shows yet that a consult's duration does not tell
-whether the owner holds a matching card (issue 19 §2); the audit chain is unkeyed, so whoever can
-write the ledger file can rewrite it (issue 19 §3); revocation misses derived copies such as
-promoted copies (issue 19 §1).
+a question or an answer; a consult of another role's memory returns only what was released.
+Known gaps: the audit chain is unkeyed, so whoever can write the ledger file can rewrite it
+(issue 19 §3); revocation misses derived copies such as promoted copies (issue 19 §1).
 """
 
 from .bureau import Bureau
