@@ -2,9 +2,9 @@
 
 Policies b-d answer "may a requester *search* this space?"; e answers "may this memory *flow*
 to this requester, and in what form?". Every requester asks every other agent of its scenario
-(``Case.consult(owner, query, requester=..., recipient="other-agent")``) and the service's
-mediator decides each relevant card of the owner's space under the lab policy
-(``scenarios/policies/leak-lab.yaml``):
+through its own handle (``case.agent(requester, threshold=-1).consult(owner, query,
+recipient="other-agent", limit=k)``) and the service's mediator decides each relevant card of
+the owner's space under the lab policy (``scenarios/policies/leak-lab.yaml``):
 
 * a shareable item (MAGPIE ``shareable``, AgentSocialBench ``minimum_info_needed``) is revealed;
 * a private item (``private`` / ``must_not_cross``) is abstracted: its safe abstraction is
@@ -16,9 +16,19 @@ mediator decides each relevant card of the owner's space under the lab policy
 It runs on the case in state b (nothing published: the board is empty, so every decision is
 about the owner's own memory). Budget: the search hands the mediator the top-k cards of each
 *owner*, so a requester of an n-agent scenario reads up to (n - 1) k decided cards. Headline
-reading, as for a-d: every card of the top-k is decided (``threshold=-1``); the stricter reading
-keeps the decisions on cards at or above the relevance threshold (what the service's evidence
-rule hands a mediator by default), read off the same decisions by their score.
+reading, as for a-d: every card of the top-k is decided (``threshold=-1``, fixed by the lab, the
+operator, when it builds each requester's handle); the stricter reading keeps the decisions on
+cards at or above the relevance threshold (what the service's evidence rule hands a mediator by
+default), read off the same decisions by their score.
+
+Whose view: a requester's handle is handed only what was released (a withheld card is not in
+its result, nor in its answer's trace). The lab is the operator, so it reads every decision --
+withheld ones too -- from the case's audit trail (``case.audit()``, one entry per decision,
+matched to the request by its invocation id), and takes from the requester's result only what
+the requester got: the released text, and the store's score of each revealed card. A withheld
+or abstracted card carries no score in that view (a released abstraction carries nothing of its
+original), so its ``score`` is the lab's exact cosine of the same two vectors (numpy, rounded to
+the store's six decimals; the report's engine check compares the two engines).
 
 Exhaustive probe: a decision depends on the invocation and the card's labels, never on the
 question or the rank, so deciding every card once per (requester, owner) is exhaustive: every
@@ -42,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from bureau.embedding import given_vectors
-from bureau.leakage.labset import LabItem, LabScenario
+from bureau.leakage.labset import LabAgent, LabItem, LabScenario
 from bureau.leakage.policies import DEFAULT_THRESHOLD, MEDIATED, PROBE_LIMIT
 from bureau.mediation.abstraction import leaked_terms
 from bureau.mediation.mediator import PolicyMediator
@@ -53,7 +63,8 @@ if TYPE_CHECKING:
     from bureau.leakage.runner import LabResult, Timings
 
 EVERY_CARD = -1.0
-"""The per-request threshold that makes every card of the top-k evidence (``Case.consult``)."""
+"""The threshold that makes every card of the top-k evidence: the lab builds each requester's
+handle with it (``case.agent(role, threshold=EVERY_CARD)``)."""
 PURPOSE = "collaboration"
 """The declared purpose of every lab invocation (the lab policy does not match on it)."""
 RECIPIENT = "other-agent"
@@ -78,27 +89,54 @@ def lab_mediator() -> PolicyMediator:
 
 
 Origin = dict[str, tuple[LabItem, str]]
+AUDITED = ("invocation_id", "card_id", "action", "reasons", "rule")
+"""What the lab reads of each audit entry (the operator's view of every decision)."""
 
 
-def _rows(stage: str, scenario: LabScenario, requester: str, owner: str, mediation: Any,
-          origin: Origin, secret_texts: set[str]) -> list[tuple[Any, ...]]:
+def _rows(stage: str, scenario: LabScenario, requester: LabAgent, owner: str, mediation: Any,
+          decided: list[dict[str, Any]], origin: Origin, secret_texts: set[str],
+          vec: dict[str, np.ndarray]) -> list[tuple[Any, ...]]:
+    """One row per decision of one request: ``decided`` are its audit entries (every decision,
+    in the mediator's order), ``mediation`` the requester's own result (what was released)."""
     out = []
+    released = {d.card_id: d.card for d in mediation.decisions if d.card is not None}
     scores = {c.id: c.score for c in mediation.answer.trace.hits}
-    for d in mediation.decisions:
-        item, variant = origin.get(d.card_id, (None, "unknown"))
-        released = d.card.content if d.card is not None else None
+    query = vec.get(requester.query)
+    for d in decided:
+        card_id, action = d["card_id"], d["action"]
+        item, variant = origin.get(card_id, (None, "unknown"))
+        card = released.get(card_id)
+        text = card.content if card is not None else None
         foreign_private = (item is not None and variant == "item" and item.label == "private"
-                           and item.owner != requester)
-        raw = (foreign_private and d.action == "reveal") or (
-            released is not None and released in secret_texts and d.action == "reveal")
+                           and item.owner != requester.name)
+        raw = (foreign_private and action == "reveal") or (
+            text is not None and text in secret_texts and action == "reveal")
         leaked = ""
-        if d.action == "abstract" and item is not None and released is not None:
-            leaked = ";".join(leaked_terms(item.text, released))
-        out.append((stage, scenario.scenario_id, requester, owner, d.card_id,
+        if action == "abstract" and item is not None and text is not None:
+            leaked = ";".join(leaked_terms(item.text, text))
+        score = scores.get(card_id)
+        if score is None and item is not None and query is not None and item.text in vec:
+            score = round(float(query @ vec[item.text]), 6)  # not in the requester's view
+        out.append((stage, scenario.scenario_id, requester.name, owner, card_id,
                     item.item_id if item else None, item.owner if item else None,
                     item.label if item else None, bool(item and item.abstraction),
-                    scores.get(d.card_id), d.action,
-                    ",".join(d.reasons), d.rule, bool(raw), leaked))
+                    score, action, ",".join(_codes(d["reasons"])), d["rule"], bool(raw),
+                    leaked))
+    return out
+
+
+def _codes(reasons: Any) -> list[str]:
+    """The reason codes of one audit row (the audit table joins them with ", ")."""
+    return [r for r in str(reasons or "").split(", ") if r]
+
+
+def _decisions(case: Any) -> dict[str, list[dict[str, Any]]]:
+    """The operator's view: every decision of the case's audit trail, by invocation id, in the
+    order the mediator made them (withheld ones too, which no requester is handed)."""
+    trail = case.audit(verify=False)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in trail.loc[trail["kind"] == "decision", list(AUDITED)].to_dict("records"):
+        out.setdefault(row["invocation_id"], []).append(row)
     return out
 
 
@@ -106,35 +144,46 @@ def run_mediated(
     case: Any, scenario: LabScenario, vec: dict[str, np.ndarray], origin: Origin, k: int,
     t: Timings,
 ) -> list[tuple[Any, ...]]:
-    """Policy e on one case in state b: every requester asks every other agent, then the
-    exhaustive probe. Rows: :data:`DECISION_COLUMNS`."""
-    rows: list[tuple[Any, ...]] = []
+    """Policy e on one case in state b: every requester asks every other agent through its
+    own handle, then the exhaustive probe; the decisions are read back from the audit trail.
+    Rows: :data:`DECISION_COLUMNS`."""
     agents = scenario.agents
+    # The operator fixes the threshold when it builds a handle; the requester cannot.
+    handles = {a.name: case.agent(a.role, threshold=EVERY_CARD) for a in agents}
+    asked: list[tuple[str, LabAgent, LabAgent, Any]] = []
     for stage, limit in (("ask", k), ("probe", PROBE_LIMIT)):
         t0 = time.perf_counter()
         for agent in agents:
-            secrets = {i.text for i in scenario.items if i.label == "private"
-                       and i.owner != agent.name}
+            me = handles[agent.name]
             for other in agents:
                 if other.name == agent.name:
                     continue
                 with given_vectors(vec):
-                    m = case.consult(other.role, agent.query, requester=agent.role,
-                                     recipient=RECIPIENT, purpose=PURPOSE, limit=limit,
-                                     threshold=EVERY_CARD)
-                rows += _rows(stage, scenario, agent.name, other.name, m, origin, secrets)
+                    m = me.consult(other.role, agent.query, recipient=RECIPIENT,
+                                   purpose=PURPOSE, limit=limit)
+                asked.append((stage, agent, other, m))
                 if stage == "ask":
                     t.mediated_requests += 1
                 else:
                     t.mediated_probes += 1
-                    owned = sum(1 for i in scenario.items if i.owner == other.name)
-                    if len(m.decisions) < owned:  # every card of the owner must be decided
-                        raise RuntimeError(f"{scenario.scenario_id}: the probe decided "
-                                           f"{len(m.decisions)} of {owned} cards of {other.name}")
         if stage == "ask":
             t.mediated += time.perf_counter() - t0
         else:
             t.mediated_probe += time.perf_counter() - t0
+    t0 = time.perf_counter()  # reading the decisions back is the probe's bookkeeping
+    decided = _decisions(case)
+    rows: list[tuple[Any, ...]] = []
+    for stage, agent, other, m in asked:
+        mine = decided.get(m.invocation.id, [])
+        if stage == "probe":  # every card of the owner must be decided
+            owned = sum(1 for i in scenario.items if i.owner == other.name)
+            if len(mine) < owned:
+                raise RuntimeError(f"{scenario.scenario_id}: the probe decided {len(mine)} of "
+                                   f"{owned} cards of {other.name}")
+        secrets = {i.text for i in scenario.items if i.label == "private"
+                   and i.owner != agent.name}
+        rows += _rows(stage, scenario, agent, other.name, m, mine, origin, secrets, vec)
+    t.mediated_probe += time.perf_counter() - t0
     return rows
 
 

@@ -23,7 +23,7 @@ Every benchmark scenario is one Bureau case; one query per requester agent is as
 
 ``e_bureau_mediated``
     The Bureau in state b, with purpose-bound mediation: every requester asks every other agent
-    (``Case.consult``) and the mediator reveals shareable items, releases a private item's safe
+    through its own handle (``case.agent(role).consult``) and the mediator reveals shareable items, releases a private item's safe
     abstraction if it has one and withholds the rest (:mod:`bureau.leakage.mediated`).
 
 b, c and d are three successive states of one case per scenario. Budgets: b-d take top-k *per
