@@ -112,22 +112,25 @@ def bench_policy(n_rules: int = 50) -> Policy:
 
 def mediation_figures(bureau: Bureau, case: Any, n_queries: int, n_rules: int = 50
                       ) -> dict[str, Any]:
-    """Interrogation with a ``n_rules``-rule policy (decisions, budget, hash-chained audit)
-    beside the same interrogation without mediation, alternating, fresh questions each time."""
+    """The chief consulting the detective's memory under a ``n_rules``-rule policy (decisions,
+    budget, hash-chained audit) beside the detective's own interrogation without mediation (the
+    same search and answer), alternating, fresh questions each time. The policy reveals every
+    card to the chief, so the chief's handle is handed every decision."""
     plain_mediator = bureau.mediator
     policy = PolicyMediator(bench_policy(n_rules))
-    ask = {"requester": "chief", "recipient": "human-reviewer", "purpose": "bench"}
+    chief = case.requester("chief")
+    ask = {"recipient": "human-reviewer", "purpose": "bench"}
     plain_ms, mediated_ms, decided = [], [], 0
     try:
         for q_p, q_m in zip(questions(n_queries, f"plain-{case.id}"),
                             questions(n_queries, f"mediated-{case.id}"), strict=True):
             bureau.mediator = plain_mediator
             t = time.perf_counter()
-            case.interrogate("detective", q_p, **ask)
+            case.interrogate("detective", q_p)
             plain_ms.append((time.perf_counter() - t) * 1000)
             bureau.mediator = policy
             t = time.perf_counter()
-            decided += len(case.consult("detective", q_m, **ask).decisions)
+            decided += len(chief.consult("detective", q_m, **ask).decisions)
             mediated_ms.append((time.perf_counter() - t) * 1000)
     finally:
         bureau.mediator = plain_mediator

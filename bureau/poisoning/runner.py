@@ -22,7 +22,9 @@ case B
 
 Every text is embedded once, ahead of the storage work: card writes hit the encoder's cache and
 questions are handed down with :func:`~bureau.embedding.given_vectors`. Nothing here touches the
-gateway: cases, runs, whispers and retrievals go through the service.
+gateway: cases, runs, whispers and retrievals go through the service. The lab is the operator (it
+creates the cases and whispers the poisons of configuration 3); the victim acts through its own
+handle (``case.agent(victim)``): it starts the runs and asks every question.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def run_poisoning(
         # Case A: clean, tiers (inside the run, then after it), no tiers.
         case_a = _create(bureau, trial, "a", timer, counts)
         clean_a = ask(case_a, CLEAN)
-        with case_a.start_run(trial.victim) as run:
+        with case_a.agent(trial.victim).start_run() as run:  # the victim's own run
             t0 = time.perf_counter()
             for poison in trial.poisons:
                 run.tool_output(poison.text, poison.source, topic="web")
@@ -179,7 +181,7 @@ def run_poisoning(
         clean_b = ask(case_b, CLEAN, record=False)
         eager = over_eager_rule(task_terms([q.text for q in trial.questions], corpus.attack))
         t0 = time.perf_counter()
-        with case_b.start_run(trial.victim) as run_b:
+        with case_b.agent(trial.victim).start_run() as run_b:
             for poison in trial.poisons:
                 run_b.tool_output(poison.text, poison.source, topic="web")
             counts["tool_outputs"] += len(trial.poisons)
@@ -258,10 +260,11 @@ class _Asker:
         """Ask everything; return qid -> top-k keys. ``clean``: the baseline to compare with."""
         t0 = time.perf_counter()
         out: dict[str, list[str]] = {}
+        victim = case.agent(self.trial.victim)  # the victim asks, through its own handle
         with given_vectors(self.vec):
             for q in self.trial.questions:
                 trace = (run.retrieve(q.text, limit=self.k) if run is not None
-                         else case.retrieve(self.trial.victim, q.text, limit=self.k))
+                         else victim.recall(q.text, limit=self.k))
                 top = top_k(self._hits(trace), self.k)
                 out[q.qid] = [h.key for h in top]
                 if record:
