@@ -3,6 +3,11 @@
 The lesson runs the safe-combination case under the example policy
 (``scenarios/policies/default.yaml``); this module holds what its cells and its check share, so
 the notebook stays thin. Importing it registers the exercise ``07-purpose-rule``.
+
+Every request is made through a handle the requester holds: ``case.agent(role)`` for a role,
+``case.requester(name)`` for the chief or an outsider the policy declares (``principals:``).
+A handle consulting another role is handed only what was released; the operator reads every
+decision, withheld ones too, in the audit trail (:func:`audit_of`).
 """
 
 from __future__ import annotations
@@ -12,50 +17,89 @@ from typing import Any
 import pandas as pd
 
 from ..errors import PolicyError
-from ..mediation.mediator import PolicyMediator
+from ..mediation.mediator import REASONS, Mediation, PolicyMediator
 from ..mediation.policy import default_policy_path, load_policy, parse_policy
 from ..service import Case
+from ..service.agent import Requester
 from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 
 SAFE_Q = "What is the combination of the safe in the study?"
 ALIBI_Q = "What is the alibi for Friday night?"
 BOOT_Q = "What size is the muddy boot print?"
 
-REQUESTS: dict[str, dict[str, str]] = {
-    "the informant, for itself": {},
-    "the detective, investigating": {"requester": "detective", "recipient": "other-agent",
-                                     "purpose": "investigation"},
-    "the chief, reviewing the investigation": {"requester": "chief",
-                                               "recipient": "human-reviewer",
-                                               "purpose": "investigation"},
-    "the press, for a story": {"requester": "press", "recipient": "external",
-                               "purpose": "investigation"},
-    "the detective, gossiping": {"requester": "detective", "recipient": "other-agent",
-                                 "purpose": "gossip"},
+REQUESTS: dict[str, tuple[str, dict[str, str]]] = {
+    "the informant, for itself": ("informant", {}),
+    "the detective, investigating": ("detective", {"recipient": "other-agent",
+                                                   "purpose": "investigation"}),
+    "the chief, reviewing the investigation": ("chief", {"recipient": "human-reviewer",
+                                                         "purpose": "investigation"}),
+    "the press, for a story": ("press", {"recipient": "external", "purpose": "investigation"}),
+    "the detective, gossiping": ("detective", {"recipient": "other-agent",
+                                               "purpose": "gossip"}),
 }
-"""One question, five invocations: who asks, for whom, for what."""
+"""One question, five invocations: who asks (the principal whose handle makes the request),
+for whom and for what."""
+AUDIT_VIEW = ["card_id", "card_owner", "requester", "recipient", "purpose", "action", "reasons",
+              "rule", "cost", "meaning"]
+
+
+def handle(case: Case, name: str) -> Requester:
+    """The handle ``name`` holds: ``case.agent(name)`` for a role, ``case.requester(name)`` for
+    the chief or a declared outsider (any other name: ``UnknownPrincipalError``)."""
+    return case.agent(name) if name in case.role_names else case.requester(name)
+
+
+def _decided(case: Case, mediations: tuple[Mediation, ...]) -> pd.DataFrame:
+    """The audit trail's decisions for these requests, request by request, in the mediator's
+    order, with ``meaning`` spelling out the reason codes."""
+    trail = case.audit(verify=False)
+    ids = [m.invocation.id for m in mediations]
+    parts = [trail[(trail["kind"] == "decision") & (trail["invocation_id"] == inv)]
+             for inv in ids]
+    rows = pd.concat(parts) if parts else trail.head(0)
+    return rows.assign(meaning=[
+        "; ".join(REASONS.get(code, code) for code in str(r or "").split(", ") if code)
+        for r in rows["reasons"]]).reset_index(drop=True)
+
+
+def audit_of(case: Case, *mediations: Mediation) -> pd.DataFrame:
+    """The operator's view of some requests: every decision the mediator made for them, in
+    order, withheld ones too (which the requester is not handed), read from the case's audit
+    trail; ``meaning`` spells out the reason codes. Ids, labels and codes only, never text."""
+    return _decided(case, mediations)[AUDIT_VIEW]
 
 
 def same_question(case: Case, role: str = "informant", question: str = SAFE_Q) -> pd.DataFrame:
-    """Ask ``question`` once per entry of :data:`REQUESTS`; one row per request."""
+    """Ask ``question`` once per entry of :data:`REQUESTS`, each through the requester's own
+    handle; one row per request. ``answer`` is what the requester got; ``action``, ``reasons``
+    and ``rule`` (of the best-ranked card) come from the audit trail, the operator's view, since
+    a requester is handed no decision on a card that was withheld from it."""
+    asked = [(who, handle(case, name).consult(role, question, **kwargs))
+             for who, (name, kwargs) in REQUESTS.items()]
+    trail = _decided(case, tuple(m for _, m in asked))
     rows = []
-    for who, kwargs in REQUESTS.items():
-        m = case.consult(role, question, **kwargs)
-        d = m.decisions[0] if m.decisions else None
-        rows.append({"request": who, "action": d.action if d else "-",
-                     "reasons": ", ".join(d.reasons) if d else "-",
-                     "rule": d.rule if d else None, "answer": m.answer.text})
+    for who, m in asked:
+        mine = trail[trail["invocation_id"] == m.invocation.id]
+        d = mine.iloc[0] if len(mine) else None
+        rows.append({"request": who,
+                     "action": d["action"] if d is not None else "-",
+                     "reasons": d["reasons"] if d is not None else "-",
+                     "rule": d["rule"] if d is not None else None,
+                     "answer": m.answer.text})
     return pd.DataFrame(rows)
 
 
-def _decision(case: Case, role: str, question: str, **kwargs: str) -> str:
-    m = case.consult(role, question, **kwargs)
-    return m.decisions[0].action if m.decisions else "nothing relevant"
+def _decision(case: Case, who: str, role: str, question: str, **kwargs: str) -> str:
+    """The action on the best-ranked card of one request (from the audit: withheld too)."""
+    decided = audit_of(case, handle(case, who).consult(role, question, **kwargs))
+    return str(decided["action"].iloc[0]) if len(decided) else "nothing relevant"
 
 
 def check_rule(case: Case, answer: Any) -> Verdict:
     """The student's rule, placed first in the example policy (no budget, so the check can run
-    again): the judge gets the alibi for the trial, nobody else gets more than before."""
+    again): the judge gets the alibi for the trial, nobody else gets more than before. The judge
+    and the press ask through their own handles (``case.requester``; both are principals the
+    policy file declares); the decisions are read from the audit trail, withheld ones too."""
     if answer is None:
         return not_yet("Replace `None` with a rule: a dict with id, match and action.")
     if not isinstance(answer, dict):
@@ -71,12 +115,12 @@ def check_rule(case: Case, answer: Any) -> Verdict:
     before = bureau.mediator
     bureau.mediator = PolicyMediator(policy)
     try:
-        judge = _decision(case, "suspect", ALIBI_Q, requester="judge",
-                          recipient="human-reviewer", purpose="trial")
-        press = _decision(case, "suspect", ALIBI_Q, requester="press", recipient="external",
+        judge = _decision(case, "judge", "suspect", ALIBI_Q, recipient="human-reviewer",
                           purpose="trial")
-        code = _decision(case, "informant", SAFE_Q, requester="judge",
-                         recipient="human-reviewer", purpose="trial")
+        press = _decision(case, "press", "suspect", ALIBI_Q, recipient="external",
+                          purpose="trial")
+        code = _decision(case, "judge", "informant", SAFE_Q, recipient="human-reviewer",
+                         purpose="trial")
     finally:
         bureau.mediator = before
     if judge != "reveal":
