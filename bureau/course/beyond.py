@@ -5,8 +5,9 @@ This module holds what its cells and its check share, so the notebook stays thin
 
 * :data:`POISONED_PAGE` -- a fetched web page written to rank high for the lesson's question
   and to give orders (what AgentPoison-style attacks plant);
-* :func:`race` -- two Python processes writing the same key of a task scope at once, and what
-  every reader sees afterwards (the convergence rule of :mod:`bureau.task_scopes.versions`);
+* :func:`race` -- two Python processes writing the same key of a task scope at once, each
+  through its own role's handle (``case.agent(role).scopes``), and what every reader sees
+  afterwards (the convergence rule of :mod:`bureau.task_scopes.versions`);
 * the exercise ``08-promotion-rule``: a promotion rule that keeps the intranet's page and not
   the poisoned one (checked on a throwaway case, so the lesson's own case stays as it was).
 """
@@ -64,7 +65,7 @@ from bureau.errors import UnknownScopeKeyError
 
 go, case_id, scope, role, key, rounds = (Path(sys.argv[1]), sys.argv[2], sys.argv[3],
                                          sys.argv[4], sys.argv[5], int(sys.argv[6]))
-case = Bureau.open().case(case_id)
+agent = Bureau.open().case(case_id).agent(role)  # this process acts as one role only
 deadline = time.time() + 240
 while not go.exists():  # both writers start together
     if time.time() > deadline:
@@ -73,10 +74,10 @@ while not go.exists():  # both writers start together
 out = []
 for i in range(rounds):
     try:
-        read = case.scope_read(scope, role, key).version
+        read = agent.scopes.read(scope, key).version
     except UnknownScopeKeyError:
         read = None
-    r = case.scope_write(scope, role, key, f"{role}: plan draft {i + 1}", read_version=read)
+    r = agent.scopes.write(scope, key, f"{role}: plan draft {i + 1}", read_version=read)
     out.append({"writer": role, "round": i + 1, "read": read, "version": r.version,
                 "stale": r.stale, "winning_version": r.winning_version})
 (go.parent / f"done-{role}").touch()
@@ -84,7 +85,7 @@ while len(list(go.parent.glob("done-*"))) < 2:  # read the result once both have
     if time.time() > deadline:
         sys.exit("the other writer never finished")
     time.sleep(0.005)
-v = case.scope_read(scope, role, key)
+v = agent.scopes.read(scope, key)
 print(json.dumps({"writes": out, "final": [v.text, v.version, v.writer]}))
 """
 
@@ -107,8 +108,9 @@ class Race:
 def race(case: Case, scope: str, writers: tuple[str, str], key: str = "plan",
          rounds: int = 10, timeout: float = 300) -> Race:
     """Start one Python process per writer; both write ``key`` ``rounds`` times at once, each
-    reading the current version first (version = read + 1). The processes open this kernel's
-    data directory, as a second notebook or a worker would."""
+    through its own role's handle, reading the current version first (version = read + 1). The
+    processes open this kernel's data directory, as a second notebook or a worker would; this
+    kernel then reads the key as the first writer (its handle) too."""
     env = {**os.environ, "BUREAU_DATA_DIR": str(case.bureau.settings.data_dir)}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bureau-race-") as tmp:
@@ -126,7 +128,7 @@ def race(case: Case, scope: str, writers: tuple[str, str], key: str = "plan",
                 raise RuntimeError(f"a writer process failed: {err.strip()[-800:]}")
             results.append(json.loads(out.strip().splitlines()[-1]))
     seconds = time.perf_counter() - start
-    mine = case.scope_read(scope, writers[0], key)
+    mine = case.agent(writers[0]).scopes.read(scope, key)
     views = [{"reader": f"process of {w}", "text": r["final"][0], "version": r["final"][1],
               "writer": r["final"][2]} for w, r in zip(writers, results, strict=True)]
     views.append({"reader": "this notebook", "text": mine.text, "version": mine.version,
@@ -149,7 +151,7 @@ def check_promotion_rule(case: Case, answer: Any) -> Verdict:
     scratch = bureau.create_case(case.scenario)
     try:
         role = scratch.role_names[0]
-        with scratch.start_run(role) as run:
+        with scratch.agent(role).start_run() as run:  # the role's own run
             run.tool_output(INTRANET_PAGE, source=INTRANET_SOURCE)
             run.tool_output(POISONED_PAGE, source=POISON_SOURCE)
             run.end(promote=answer)
