@@ -2,8 +2,8 @@
 pending, after each step of a publish that crashes, is recovered and is retried.
 
 It used to be a helper defined in a notebook cell; here it is unit-tested, and it reads only the
-operator's public views (``case.spaces()`` and ``case.pending_cleanups()``), so the figure shows
-exactly what the stage and the console show.
+operator's public views (``case.spaces()`` and ``case.publishing.pending_cleanups()``), so the
+figure shows exactly what the stage and the console show.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class SagaStory:
 
     def record(self, step: str) -> tuple[int, int]:
         """Count now, remember the counts under ``step``, and return ``(copies, pending)``."""
-        row = (step, self.copies(), self.case.pending_cleanups())
+        row = (step, self.copies(), self.case.publishing.pending_cleanups())
         self.steps.append(row)
         return row[1], row[2]
 

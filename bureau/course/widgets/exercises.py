@@ -141,7 +141,7 @@ def _check_footprint(case: Case, answer: Any) -> Verdict:
         return not_yet(f"There is no board copy of the {evidence.key} card yet: publish it.")
     if len(copies) > 1:
         return not_yet(f"The board holds {len(copies)} copies; run case.recover().")
-    if case.pending_cleanups():
+    if case.publishing.pending_cleanups():
         return not_yet("A cleanup task is still pending: run case.recover().")
     knowers = case.knowers(evidence.question or evidence.topic)
     missing = [r for r in evidence.knowers_after if r not in knowers]
@@ -168,8 +168,9 @@ def _check_peek(case: Case, answer: Any) -> Verdict:
             "so it cannot even learn that the card is there."
         )
     if isinstance(answer, BaseException):
-        return not_yet(f"You caught {type(answer).__name__}; read the card as the suspect.")
-    return not_yet("`caught` should hold the exception case.card(...) raised.")
+        return not_yet(f"You caught {type(answer).__name__}; read the card through the "
+                       "suspect's handle.")
+    return not_yet("`caught` should hold the exception the suspect's handle's card(...) raised.")
 
 
 # -- lesson 05 --------------------------------------------------------------------------------
@@ -219,7 +220,7 @@ EXERCISES: dict[str, Exercise] = {
             "04-peek",
             "Peek at another role's card",
             "try:\n"
-            "    case.card(\"suspect\", case.seed_card(\"safe-code\").id)\n"
+            "    case.agent(\"suspect\").card(case.seed_card(\"safe-code\").id)\n"
             "except BureauError as exc:\n"
             "    caught = exc",
             _check_peek,
