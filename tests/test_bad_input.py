@@ -19,8 +19,8 @@ def snapshot(case):
     b = case.bureau
     cards = sorted((c.owner, c.id, c.content, c.visibility, c.topic, c.kind)
                    for cs in case.spaces().values() for c in cs)
-    pubs = sorted((p.source_id, p.status, p.copy_id) for p in b.ledger.publications(case.id))
-    return cards, pubs, len(case.events()), b.ledger.cleanup_tasks(case.id)
+    pubs = sorted((p.source_id, p.status, p.copy_id) for p in b.ledger.publishes.all(case.id))
+    return cards, pubs, len(case.events()), b.ledger.publishes.cleanup_tasks(case.id)
 
 
 CASES = {

@@ -83,7 +83,7 @@ def test_purge_removes_every_card_and_verifies(bureau):
         case.whisper("detective", f"Filler note {i} about the garden shed.", topic="filler")
     assert case.reset() == 5 + 1 + 30
     assert bureau.gateway.count(case.space) == 0
-    assert bureau.ledger.publications(case.id) == []
+    assert bureau.ledger.publishes.all(case.id) == []
     bureau.delete_case(case.id)
     assert case.id not in [c.case_id for c in bureau.cases()]
 

@@ -17,7 +17,7 @@ LONG = "a" * 40  # past the 32 characters the old code validated
 
 
 def _nothing_left(bureau, case_id: str) -> None:
-    assert bureau.ledger.get_case(case_id) is None
+    assert bureau.ledger.cases.get(case_id) is None
     assert all(r.case_id != case_id for r in bureau.cases())
     folder = bureau.settings.data_dir / "cases"
     assert not (folder / f"{case_id}.json").exists()

@@ -74,8 +74,8 @@ def test_cross_case_publish_is_rejected(bureau, case):
         with pytest.raises(UnknownCardError):
             other.publish("informant", foreign.id)
         assert bureau.gateway.count(other.space, BOARD) == 0
-        assert bureau.ledger.publications(other.id) == []
-        assert bureau.ledger.publications(case.id) == []
+        assert bureau.ledger.publishes.all(other.id) == []
+        assert bureau.ledger.publishes.all(case.id) == []
     finally:
         bureau.delete_case(other.id)
 
@@ -152,7 +152,8 @@ def test_scenario_answer_keys_hold_on_real_storage(bureau, scenario):
 def test_stage_shows_the_newest_retrieval_however_long_the_case(case):
     """The stage reads the last retrieval with one query, not by paging through every event."""
     case.interrogate("detective", SAFE_Q)
-    case.bureau.ledger.append_events(case.id, [("filler.event", {"n": i}) for i in range(10_001)])
+    filler = [("filler.event", {"n": i}) for i in range(10_001)]
+    case.bureau.ledger.event_log.append_many(case.id, filler)
     case.interrogate("suspect", SAFE_Q)
     assert case.stage()["last_retrieval"]["role"] == "suspect"
-    assert case.bureau.ledger.last_event(case.id).type == "answer.completed"
+    assert case.bureau.ledger.event_log.last(case.id).type == "answer.completed"

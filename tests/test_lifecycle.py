@@ -44,7 +44,7 @@ def test_every_operation_on_a_deleted_case_raises(bureau, op):
         OPERATIONS[op](case)
     with pytest.raises(UnknownCaseError):
         bureau.case(case.id)
-    assert bureau.ledger.get_case(case.id) is None
+    assert bureau.ledger.cases.get(case.id) is None
 
 
 def test_a_reused_id_starts_empty_even_after_ghost_writes(bureau):

@@ -135,7 +135,7 @@ audit = c.audit()
 first = c.consult("informant", "What is the combination of the safe in the study?",
                   requester="detective", recipient="other-agent", purpose="investigation")
 print(json.dumps({"leaks": leaks, "states": dict(zip(audit.card_id, audit.card_state)),
-                  "verified": b.ledger.verify_audit(),
+                  "verified": b.ledger.mediation.verify_audit(),
                   "budget": [d.reasons for d in first.decisions]}))
 """
 
@@ -223,7 +223,7 @@ def test_the_audit_holds_no_card_text_or_question(mediated, case):
     case.consult("informant", SAFE_Q, **INVESTIGATE)
     case.consult("suspect", "What is the alibi for Friday night?", **INVESTIGATE)
     case.revoke(case.seed_card("cctv").id)
-    entries = case.bureau.ledger.audit_entries(case.id, case.token)
+    entries = case.bureau.ledger.mediation.audit_entries(case.id, case.token)
     text = json.dumps(entries)
     for _, mem in case.scenario.seeds():
         assert mem.content not in text and (mem.abstraction or "@@") not in text
@@ -232,11 +232,11 @@ def test_the_audit_holds_no_card_text_or_question(mediated, case):
 
 def test_audit_ledger_is_append_only_and_detects_an_altered_entry(tmp_path):
     ledger = Ledger(tmp_path / "ledger.sqlite3")
-    ledger.add_case("c1", "s", "t", "tok")
+    ledger.cases.add("c1", "s", "t", "tok")
     for i in range(5):
-        ledger.append_audit("c1", "tok", [{"kind": "decision", "card_id": str(i),
-                                           "action": "withhold", "reasons": ["x"]}])
-    assert ledger.verify_audit() == 5
+        ledger.mediation.append_audit("c1", "tok", [{"kind": "decision", "card_id": str(i),
+                                                     "action": "withhold", "reasons": ["x"]}])
+    assert ledger.mediation.verify_audit() == 5
     db = sqlite3.connect(tmp_path / "ledger.sqlite3")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         db.execute("UPDATE audit SET action = 'reveal' WHERE seq = 2")
@@ -249,19 +249,20 @@ def test_audit_ledger_is_append_only_and_detects_an_altered_entry(tmp_path):
                (row.replace('"withhold"', '"reveal"'),))
     db.commit()
     with pytest.raises(AuditTamperedError, match="entry 3 was changed"):
-        ledger.verify_audit()
+        ledger.mediation.verify_audit()
     db.execute("UPDATE audit SET entry = ? WHERE seq = 3", (row,))
     db.commit()
-    assert Ledger(tmp_path / "ledger.sqlite3").verify_audit() == 5  # durable, intact again
+    reopened = Ledger(tmp_path / "ledger.sqlite3")
+    assert reopened.mediation.verify_audit() == 5  # durable, intact again
     db.execute("DROP TRIGGER audit_append_only_delete")
     db.execute("DELETE FROM audit WHERE seq = 5")
     db.commit()
     with pytest.raises(AuditTamperedError, match="ends at entry 4"):
-        ledger.verify_audit()
+        ledger.mediation.verify_audit()
     db.execute("DELETE FROM audit WHERE seq = 2")
     db.commit()
     with pytest.raises(AuditTamperedError, match="entry 2 is missing"):
-        ledger.verify_audit()
+        ledger.mediation.verify_audit()
 
 
 def test_audit_outlives_the_case(mediated, bureau):
@@ -269,8 +270,9 @@ def test_audit_outlives_the_case(mediated, bureau):
     case.consult("informant", SAFE_Q, **INVESTIGATE)
     token = case.token
     bureau.delete_case(case.id)
-    assert [e["action"] for e in bureau.ledger.audit_entries(case.id, token)] == ["abstract"]
-    assert bureau.ledger.verify_audit() >= 1
+    entries = bureau.ledger.mediation.audit_entries(case.id, token)
+    assert [e["action"] for e in entries] == ["abstract"]
+    assert bureau.ledger.mediation.verify_audit() >= 1
 
 
 def test_whisper_and_scenarios_carry_the_labels(case):

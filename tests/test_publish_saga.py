@@ -82,7 +82,7 @@ def board_by_source(case) -> dict[str, list[str]]:
 def assert_consistent(case) -> None:
     """0 duplicate copies, 0 orphan copies, 0 stuck pending records, 0 cleanup tasks left."""
     ledger = case.bureau.ledger
-    records = {r.source_id: r for r in ledger.publications(case.id)}
+    records = {r.source_id: r for r in ledger.publishes.all(case.id)}
     copies = board_by_source(case)
     duplicates = {s: ids for s, ids in copies.items() if len(ids) > 1}
     orphans = [
@@ -96,7 +96,7 @@ def assert_consistent(case) -> None:
     assert not orphans, f"board copies without a ready record: {orphans}"
     assert not pending, f"stuck pending records: {pending}"
     assert not dangling, f"ready records whose copy is missing: {dangling}"
-    assert ledger.cleanup_tasks(case.id) == []
+    assert ledger.publishes.cleanup_tasks(case.id) == []
 
 
 def events_of(case, source_id: str) -> list[str]:
@@ -116,7 +116,7 @@ def test_publishing_across_a_boundary_is_refused_and_records_nothing(bureau, cas
             {"visibility": "public", "topic": "note", "kind": "note"},
         )
         board_before = board_by_source(case)
-        records_before = bureau.ledger.publications(case.id)
+        records_before = bureau.ledger.publishes.all(case.id)
 
         with pytest.raises(UnknownCardError):  # not of that role: same answer as unknown
             case.publish("detective", mine.id)
@@ -132,10 +132,10 @@ def test_publishing_across_a_boundary_is_refused_and_records_nothing(bureau, cas
             case.publish(BOARD, mine.id)
 
         assert board_by_source(case) == board_before
-        assert bureau.ledger.publications(case.id) == records_before
+        assert bureau.ledger.publishes.all(case.id) == records_before
         for card_id in (copy.id, public_in_role.id, foreign.id, "not-a-card-id"):
-            assert bureau.ledger.publication(case.id, card_id) is None
-        assert bureau.ledger.publications(other.id) == []
+            assert bureau.ledger.publishes.get(case.id, card_id) is None
+        assert bureau.ledger.publishes.all(other.id) == []
         assert board_by_source(other) == {}
     finally:
         bureau.delete_case(other.id)
@@ -149,7 +149,7 @@ def test_publish_is_idempotent_and_sourced(case):
     assert (first.source_role, first.source_id, first.content) == (
         "informant", source.id, source.content)
     assert first.content_hash and len(first.content_hash) == 16
-    rec = case.bureau.ledger.publication(case.id, source.id)
+    rec = case.bureau.ledger.publishes.get(case.id, source.id)
     assert (rec.status, rec.copy_id, rec.attempts, rec.source_role) == (
         "ready", first.id, 1, "informant")
     assert rec.owner.split(":")[1] == str(os.getpid()) and rec.created_at <= rec.updated_at
@@ -172,14 +172,14 @@ def test_raised_fault_leaves_the_board_unchanged(case, point):
             case.publish("detective", source.id)
     finally:
         faults.disarm()
-    rec = ledger.publication(case.id, source.id)
+    rec = ledger.publishes.get(case.id, source.id)
     assert rec.status == "failed" and "InjectedFault" in (rec.error or "")
     types = events_of(case, source.id)
     assert types[0] == "memory.publishing" and types[-1] == "memory.publish_failed"
     assert "memory.published" not in types
     if point == "publish.during_compensation":
         # The copy could not be deleted: a cleanup task remembers it, recover() finishes the job.
-        tasks = ledger.cleanup_tasks(case.id)
+        tasks = ledger.publishes.cleanup_tasks(case.id)
         assert [t.reason for t in tasks] == ["publish compensation"]
         assert "cleanup.scheduled" in types
         assert board_by_source(case)[source.id] == [tasks[0].card_id]
@@ -191,7 +191,7 @@ def test_raised_fault_leaves_the_board_unchanged(case, point):
     assert_consistent(case)
     copy = case.publish("detective", source.id)  # the card can still be published
     assert board_by_source(case)[source.id] == [copy.id]
-    assert ledger.publication(case.id, source.id).attempts == 2
+    assert ledger.publishes.get(case.id, source.id).attempts == 2
     assert_consistent(case)
 
 
@@ -240,7 +240,7 @@ def test_slow_publisher_whose_lease_ran_out_defers_to_the_new_owner(bureau, case
     a.join(30)
     assert results["a"] == b_id
     assert board_by_source(case)[source.id] == [b_id]
-    rec = bureau.ledger.publication(case.id, source.id)
+    rec = bureau.ledger.publishes.get(case.id, source.id)
     assert (rec.status, rec.copy_id, rec.attempts) == ("ready", b_id, 2)
     types = events_of(case, source.id)
     assert types.count("publish.taken_over") == 1 and types.count("memory.published") == 1
@@ -267,7 +267,7 @@ def test_two_processes_sixteen_threads_one_copy(bureau, case, tmp_path):
     board = board_by_source(case)
     assert len(board[source.id]) == 1, board
     assert set(ids) == {board[source.id][0]}  # every caller received the same card id
-    rec = bureau.ledger.publication(case.id, source.id)
+    rec = bureau.ledger.publishes.get(case.id, source.id)
     assert (rec.status, rec.copy_id, rec.attempts) == ("ready", ids[0], 1)
     assert Counter(events_of(case, source.id)) == {"memory.publishing": 1, "memory.published": 1}
     # Both processes reattached by id and list the case with its scenario and creation time.
@@ -307,10 +307,10 @@ def test_cleanup_task_is_retried_when_a_bureau_opens(bureau, case, tmp_path):
             case.publish("suspect", source.id)
     finally:
         faults.disarm()
-    [task] = bureau.ledger.cleanup_tasks(case.id)
+    [task] = bureau.ledger.publishes.cleanup_tasks(case.id)
     assert board_by_source(case)[source.id] == [task.card_id]
     run_python("from bureau import Bureau\nBureau.open()\n", cwd=tmp_path)  # opening retries it
-    assert bureau.ledger.cleanup_tasks(case.id) == []
+    assert bureau.ledger.publishes.cleanup_tasks(case.id) == []
     assert source.id not in board_by_source(case)
     assert any(e.type == "cleanup.done" for e in case.events())
     assert_consistent(case)
@@ -348,7 +348,7 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
             assert p.returncode == -signal.SIGKILL, (p.returncode, out, err[-3000:])
         board = board_by_source(case)
         for s in batch:  # the child died exactly where it was told to
-            rec = ledger.publication(case.id, s.id)
+            rec = ledger.publishes.get(case.id, s.id)
             assert rec is not None and rec.status == "pending" and rec.attempts == 1
             # A copy written just before the kill is usually there; embedded seekdb may also roll
             # back the killed session's last write. The saga must repair both, so both are allowed.
@@ -364,7 +364,7 @@ def test_sigkill_at_fault_point_then_recover(bureau, case, tmp_path, point):
         copy = case.publish(s.owner, s.id)
         if survived[s.id]:
             assert [copy.id] == written[s.id]  # adopted, not written twice
-        rec = ledger.publication(case.id, s.id)
+        rec = ledger.publishes.get(case.id, s.id)
         assert (rec.status, rec.copy_id, rec.attempts) == ("ready", copy.id, 2)
         assert "publish.taken_over" in events_of(case, s.id)
     stats = case.recover()

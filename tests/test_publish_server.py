@@ -183,10 +183,10 @@ def test_two_instances_on_one_server_publish_once(seekdb_server, tmp_path):
 
     ledger = ServerLedger(seekdb_server)  # the shared truth, read directly
     try:
-        rec = ledger.publication(case_id, card_id)
+        rec = ledger.publishes.get(case_id, card_id)
         assert (rec.status, rec.copy_id, rec.attempts) == ("ready", ids[0], 1)
-        assert case_id in [c.case_id for c in ledger.list_cases()]
-        types = Counter(e.type for e in ledger.events(case_id)
+        assert case_id in [c.case_id for c in ledger.cases.all()]
+        types = Counter(e.type for e in ledger.event_log.read(case_id)
                         if e.payload.get("source_id") == card_id)
         assert types == {"memory.publishing": 1, "memory.published": 1}
     finally:
@@ -203,7 +203,7 @@ def test_an_instance_killed_mid_publish_is_taken_over_by_another(seekdb_server, 
         out, err = killed.communicate(timeout=180)
         assert killed.returncode == -signal.SIGKILL, (out, err[-3000:])
         case_id, card_id = out.split()[:2]
-        rec = ledger.publication(case_id, card_id)
+        rec = ledger.publishes.get(case_id, card_id)
         assert rec.status == "pending" and rec.attempts == 1
 
         [result] = finish(instance(CHILD_RETRY, case_id, card_id, server=seekdb_server,
@@ -211,9 +211,9 @@ def test_an_instance_killed_mid_publish_is_taken_over_by_another(seekdb_server, 
         copies = [cid for cid, src in result["board"] if src == card_id]
         assert copies == [result["copy"]]  # the dead instance's copy, adopted, not duplicated
         assert result["stats"]["duplicates"] == result["stats"]["orphans"] == 0
-        rec = ledger.publication(case_id, card_id)
+        rec = ledger.publishes.get(case_id, card_id)
         assert (rec.status, rec.copy_id, rec.attempts) == ("ready", result["copy"], 2)
-        assert not [r for r in ledger.publications(case_id) if r.status == "pending"]
-        assert ledger.cleanup_tasks(case_id) == []
+        assert not [r for r in ledger.publishes.all(case_id) if r.status == "pending"]
+        assert ledger.publishes.cleanup_tasks(case_id) == []
     finally:
         ledger.close()

@@ -59,7 +59,7 @@ def _numbers(value: Any, prefix: str) -> Iterator[tuple[str, float]]:
 def _seen(case: Any, role: str, question: str) -> dict[str, float]:
     """Every figure the attacker can read after asking once: its trace, the case's events and
     the stage (what a projector in the room shows)."""
-    newest = case.bureau.ledger.last_event(case.id)
+    newest = case.bureau.ledger.event_log.last(case.id)
     last = newest.seq if newest is not None else 0
     answer = case.interrogate(role, question)
     trace = answer.trace

@@ -152,7 +152,7 @@ def test_a_damaged_case_with_a_pending_cleanup_does_not_close_the_others(tmp_pat
     run_python("""
 from bureau import Bureau
 b = Bureau.open()
-b.ledger.add_cleanup("kept", "123456", "board", "test: a cleanup left behind")
+b.ledger.publishes.add_cleanup("kept", "123456", "board", "test: a cleanup left behind")
 """, cwd=tmp_path, env=env)
     (data / "cases" / "kept.json").write_text("{not json")
     out = _last_json(run_python(DAMAGED_CASE, cwd=tmp_path, env=env))
@@ -162,8 +162,8 @@ b.ledger.add_cleanup("kept", "123456", "board", "test: a cleanup left behind")
 
 def test_recover_never_deletes_a_board_copy_without_a_record(bureau, case):
     copy = case.publish("informant", case.seed_card("safe-code").id)
-    rec = bureau.ledger.publication(case.id, copy.source_id)
-    assert bureau.ledger.drop_publication(case.id, copy.source_id, rec)  # the record is lost
+    rec = bureau.ledger.publishes.get(case.id, copy.source_id)
+    assert bureau.ledger.publishes.drop(case.id, copy.source_id, rec)  # the record is lost
     stats = case.recover()
     assert stats["orphans"] == 0 and stats["unexplained"] == 1
     assert [c.id for c in case.spaces()[BOARD]] == [copy.id]

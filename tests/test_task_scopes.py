@@ -489,11 +489,11 @@ def test_the_ledger_decides_equal_versions_by_timestamp_then_writer(bureau, case
     case.create_scope("detective", "race")
     case.invite("race", "detective", "informant")
     case.accept("race", "informant")
-    ledger, t = bureau.ledger, time.time()
+    scopes, t = bureau.ledger.task_scope_records, time.time()
 
     def rec(writer, version, at, card):
-        return ledger.record_scope_write(case.id, case.token, "race", writer, "k", version,
-                                         version - 1, at, card)[0]
+        return scopes.record_write(case.id, case.token, "race", writer, "k", version,
+                                   version - 1, at, card)[0]
 
     assert not rec("detective", 1, t, "100").stale
     assert not rec("informant", 2, t + 2, "101").stale
@@ -501,7 +501,7 @@ def test_the_ledger_decides_equal_versions_by_timestamp_then_writer(bureau, case
     assert (late.stale, late.winning_writer) == (True, "informant")
     assert rec("detective", 2, t + 2, "103").stale  # same time: writer id 'detective' < 'informant'
     assert not rec("informant", 2, t + 2, "104").stale  # same time, same writer, greater card
-    hist = ledger.scope_history(case.id, "race", "detective", "k")
+    hist = scopes.history(case.id, "race", "detective", "k")
     assert [h.outcome for h in hist] == ["won", "won", "stale", "stale", "won"]
     assert winner(random.sample(hist, len(hist))).seq == hist[-1].seq
 
@@ -643,38 +643,39 @@ def test_the_server_ledger_has_the_tables_and_the_rules(seekdb_server):  # noqa:
     from bureau.ledger.server import ServerLedger
 
     ledger = ServerLedger(seekdb_server)
+    scopes = ledger.task_scope_records
     case_id = f"scopes-{os.getpid()}-{int(time.time())}"
     try:
-        with ledger.tx() as db:
+        with ledger.connection.tx() as db:
             tables = {next(iter(r.values())) for r in db.all("SHOW TABLES")}
         assert {f"bureau_task_scope{t}" for t in ("s", "_members", "_writes", "_keys",
                                                   "_inbox")} <= tables
-        ledger.add_case(case_id, "safe-combination", "t", "tok")
-        ledger.create_task_scope(case_id, "tok", "ops", "detective")
+        ledger.cases.add(case_id, "safe-combination", "t", "tok")
+        scopes.create(case_id, "tok", "ops", "detective")
         with pytest.raises(ScopeExistsError):
-            ledger.create_task_scope(case_id, "tok", "ops", "informant")
-        ledger.change_task_scope(case_id, "tok", "invite", "ops", "detective", "informant")
+            scopes.create(case_id, "tok", "ops", "informant")
+        scopes.change(case_id, "tok", "invite", "ops", "detective", "informant")
         with pytest.raises(UnknownTaskScopeError):
-            ledger.task_scope_access(case_id, "ops", "informant")
-        ledger.change_task_scope(case_id, "tok", "accept", "ops", "informant")
+            scopes.access(case_id, "ops", "informant")
+        scopes.change(case_id, "tok", "accept", "ops", "informant")
         t = time.time()
-        first, _ = ledger.record_scope_write(case_id, "tok", "ops", "informant", "plan", 1, None,
-                                             t, "11")
-        late, _ = ledger.record_scope_write(case_id, "tok", "ops", "detective", "plan", 1, None,
-                                            t - 1, "12")
+        first, _ = scopes.record_write(case_id, "tok", "ops", "informant", "plan", 1, None,
+                                       t, "11")
+        late, _ = scopes.record_write(case_id, "tok", "ops", "detective", "plan", 1, None,
+                                      t - 1, "12")
         assert (first.stale, late.stale, late.winning_writer) == (False, True, "informant")
-        assert ledger.settle_scope_key(case_id, "ops", "plan", first.seq, None, "21")
-        assert not ledger.settle_scope_key(case_id, "ops", "plan", first.seq, None, "22")
-        assert ledger.member_view(case_id, "informant") == {"task:ops": frozenset({"21"})}
-        assert ledger.member_view(case_id, "suspect") == {}
-        kinds = [i.kind for i in ledger.inbox_page(case_id, "detective", 0, 100)]
+        assert scopes.settle_key(case_id, "ops", "plan", first.seq, None, "21")
+        assert not scopes.settle_key(case_id, "ops", "plan", first.seq, None, "22")
+        assert scopes.member_view(case_id, "informant") == {"task:ops": frozenset({"21"})}
+        assert scopes.member_view(case_id, "suspect") == {}
+        kinds = [i.kind for i in scopes.inbox_page(case_id, "detective", 0, 100)]
         assert kinds == ["scope.created", "scope.invited", "scope.accepted", "scope.write",
                          "scope.write.stale"]
-        assert [i.cursor for i in ledger.inbox_page(case_id, "detective", 3, 100)] == [4, 5]
-        ledger.change_task_scope(case_id, "tok", "remove", "ops", "detective", "informant")
-        assert ledger.member_view(case_id, "informant") == {}
-        ledger.delete_case(case_id, "tok")
-        with ledger.tx() as db:
+        assert [i.cursor for i in scopes.inbox_page(case_id, "detective", 3, 100)] == [4, 5]
+        scopes.change(case_id, "tok", "remove", "ops", "detective", "informant")
+        assert scopes.member_view(case_id, "informant") == {}
+        ledger.cases.delete(case_id, "tok")
+        with ledger.connection.tx() as db:
             left = db.one("SELECT COUNT(*) AS n FROM bureau_task_scope_inbox WHERE case_id = ?",
                           (case_id,))
         assert int(left["n"]) == 0

@@ -160,7 +160,7 @@ def test_a_write_racing_an_end_leaves_nothing_behind(case, monkeypatch):
 
     def add_then_end_elsewhere(*args, **kwargs):
         card = real_add(*args, **kwargs)
-        ledger.end_run(run.id)  # another holder begins the end right after this write landed
+        ledger.run_records.end(run.id)  # another holder begins the end right after this write
         return card
 
     monkeypatch.setattr(gw, "add", add_then_end_elsewhere)
@@ -168,7 +168,7 @@ def test_a_write_racing_an_end_leaves_nothing_behind(case, monkeypatch):
         run.tool_output(PAGE, "https://news.example/safe")
     monkeypatch.undo()
     assert _stored(case, run.owner_id) == 0
-    ledger.drop_run(run.id)
+    ledger.run_records.drop(run.id)
 
 
 CRASH = """
@@ -218,7 +218,7 @@ def test_deleting_the_case_ends_its_runs(bureau):
     space = case.space
     bureau.delete_case(case.id)
     assert bureau.gateway.count(space, run.owner_id) == 0
-    assert bureau.ledger.run_record(run.id) is None
+    assert bureau.ledger.run_records.get(run.id) is None
     with pytest.raises(RunEndedError):
         run.retrieve(SAFE_Q)
     with run:  # leaving the block after the run is gone is not an error
@@ -231,7 +231,7 @@ def test_resetting_the_case_ends_its_runs(case):
     run = case.start_run("detective")
     run.tool_output(PAGE, "https://news.example/safe")
     case.reset()
-    assert case.bureau.ledger.run_record(run.id) is None
+    assert case.bureau.ledger.run_records.get(run.id) is None
     with pytest.raises(RunEndedError):
         run.tool_output(PAGE, "https://news.example/safe")
     with pytest.raises(RunEndedError):
@@ -242,7 +242,7 @@ def test_resetting_the_case_ends_its_runs(case):
 
 # -- promotion -----------------------------------------------------------------------------------
 def _promotions(case) -> list[dict]:
-    return [e for e in case.bureau.ledger.audit_entries(case.id, case.token)
+    return [e for e in case.bureau.ledger.mediation.audit_entries(case.id, case.token)
             if e.get("kind") == "promotion"]
 
 
