@@ -142,9 +142,10 @@ def tool_turn(temperament: str, messages: Sequence[dict[str, Any]],
 def _everything(question: str, messages: Sequence[dict[str, Any]],
                 offered: dict[str, dict[str, Any]], orders: list[Order]
                 ) -> list[tuple[str, dict[str, Any]]]:
-    # What it read: the system prompt and the question in full; of the tool results, the names
-    # and ids they mention (owners, writers, scopes, card ids), not every word of every card.
-    said = " ".join(_content(m) for m in messages if m.get("role") in ("system", "user"))
+    # What it read: the question in full (the host's system prompt is the host's, not the
+    # attacker's); of the tool results, the names and ids they mention (owners, writers, scopes,
+    # card ids), not every word of every card.
+    said = " ".join(_content(m) for m in messages if m.get("role") == "user")
     named = " ".join(_named(messages))
     ids = list(dict.fromkeys(_ID.findall(said + " " + named)))[:60]
     names = [w for w in dict.fromkeys(_NAMEISH.findall((said + " " + named).lower()))
