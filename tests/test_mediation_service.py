@@ -5,6 +5,7 @@ append-only, tamper-evident, lean), grants and the disclosure budget through the
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 
@@ -18,6 +19,7 @@ from bureau.errors import (
     InvalidArgumentError,
     UnknownCardError,
     UnknownGrantError,
+    UnknownPrincipalError,
 )
 from bureau.ledger import Ledger
 from bureau.mediation.mediator import PolicyMediator
@@ -26,8 +28,12 @@ from bureau.service.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_te
 
 SAFE_Q = "What is the combination of the safe in the study?"
 BOOT_Q = "What size is the muddy boot print?"
-INVESTIGATE = {"requester": "detective", "recipient": "other-agent", "purpose": "investigation"}
+INVESTIGATE = {"recipient": "other-agent", "purpose": "investigation"}
+"""The detective consulting a colleague for an investigation (``case.agent("detective")``)."""
 PROBES = [SAFE_Q, BOOT_Q, "hidden garden note", "alibi for Friday night"]
+ECHO = re.compile(r"has no card '\d+'")
+"""A tool's refusal repeats the card id its caller passed in (the same words for any id): the
+read paths try every id of the case, so that echo is not a card showing up."""
 
 
 @pytest.fixture
@@ -44,7 +50,7 @@ def _seen_everywhere(case, ids, texts):
     for viewer in case.role_names:
         for name, read in ROLE_READ_PATHS.items():
             for probe in PROBES:
-                seen = as_text(read(case, viewer, probe))
+                seen = ECHO.sub("has no card <id>", as_text(read(case, viewer, probe)))
                 found += [(name, viewer, x) for x in [*ids, *texts] if x in seen]
     for name, read in OUTWARD_READ_PATHS.items():
         seen = as_text(read(case))
@@ -119,7 +125,7 @@ print(json.dumps({"revoked": c.revoke(sys.argv[2])}))
 """
 
 READ_IN_OTHER_PROCESS = """
-import json, sys, time
+import json, re, sys, time
 from bureau import Bureau
 from bureau.service.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_text
 b = Bureau.open()
@@ -128,15 +134,20 @@ dead, text = sys.argv[2].split(","), sys.argv[3]
 leaks = []
 for viewer in c.role_names:
     for name, read in ROLE_READ_PATHS.items():
-        seen = as_text(read(c, viewer, "What size is the muddy boot print?"))
+        seen = re.sub("has no card '[0-9]+'", "<id>",
+                      as_text(read(c, viewer, "What size is the muddy boot print?")))
         leaks += [name for x in [*dead, text] if x in seen]
 leaks += [name for name, read in OUTWARD_READ_PATHS.items() if text in as_text(read(c))]
 audit = c.audit()
-first = c.consult("informant", "What is the combination of the safe in the study?",
-                  requester="detective", recipient="other-agent", purpose="investigation")
+first = c.agent("detective").consult("informant",
+                                     "What is the combination of the safe in the study?",
+                                     recipient="other-agent", purpose="investigation")
+new = c.audit().iloc[len(audit):]  # withheld: the operator reads why, the requester does not
 print(json.dumps({"leaks": leaks, "states": dict(zip(audit.card_id, audit.card_state)),
                   "verified": b.ledger.mediation.verify_audit(),
-                  "budget": [d.reasons for d in first.decisions]}))
+                  "released": [d.card_id for d in first.decisions],
+                  "known": first.answer.known,
+                  "budget": [[r.requester, r.action, r.reasons] for r in new.itertuples()]}))
 """
 
 
@@ -154,8 +165,9 @@ def test_revocation_works_across_processes_and_after_a_reopen(bureau, mediated, 
         # this process expires a card and spends the detective's whole budget on the informant
         note = case.whisper("suspect", "A hidden garden note: the spade is behind the shed.")
         case.expire(note.id, 0.05)
+        detective = case.agent("detective")
         for _ in range(4):
-            assert case.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0].action \
+            assert detective.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0].action \
                 == "abstract"
         time.sleep(0.1)
         # a fresh process (a restart) sees both, the chain holds, and the budget is spent
@@ -168,23 +180,27 @@ def test_revocation_works_across_processes_and_after_a_reopen(bureau, mediated, 
         assert got["leaks"] == []
         assert got["states"][copy.id] == "revoked" and got["states"][note.id] == "expired"
         assert got["verified"] >= 6
-        assert got["budget"] == [["budget-exhausted"]]
+        # the requester gets nothing of a withheld card; the operator's audit says why
+        assert got["released"] == [] and not got["known"]
+        assert got["budget"] == [["detective", "withhold", "budget-exhausted"]]
     finally:
         bureau.delete_case(case.id)
 
 
 def test_same_question_different_requesters_and_purposes(mediated, case):
-    own = case.consult("informant", SAFE_Q)
-    colleague = case.consult("informant", SAFE_Q, **INVESTIGATE)
-    press = case.consult("informant", SAFE_Q, requester="press", recipient="external",
-                         purpose="investigation")
+    own = case.agent("informant").consult("informant", SAFE_Q)
+    colleague = case.agent("detective").consult("informant", SAFE_Q, **INVESTIGATE)
+    press = case.requester("press").consult("informant", SAFE_Q, recipient="external",
+                                            purpose="investigation")
     assert "0427" in own.answer.text
     assert colleague.decisions[0].action == "abstract"
     assert "four-digit code" in colleague.answer.text and "0427" not in colleague.answer.text
     assert colleague.answer.cited == (case.seed_card("safe-code").id,)
-    assert press.decisions[0].reasons == ("recipient-too-broad",) and not press.answer.known
-    assert case.interrogate("informant", SAFE_Q, requester="detective", recipient="other-agent",
-                            purpose="gossip").text == "I don't know."
+    # the press is handed no decision of a withheld card (only released ones); the audit says why
+    assert press.decisions == () and not press.answer.known
+    assert case.audit().iloc[-1].reasons == "recipient-too-broad"
+    assert case.agent("detective").consult("informant", SAFE_Q, recipient="other-agent",
+                                           purpose="gossip").answer.text == "I don't know."
     table = case.audit()
     assert list(table.action) == ["reveal", "abstract", "withhold", "withhold"]
     assert set(table.policy_version) == {"2026-06-22.1"}
@@ -193,35 +209,53 @@ def test_same_question_different_requesters_and_purposes(mediated, case):
 
 def test_grants_need_approval_expire_and_can_be_revoked(mediated, case):
     code = case.seed_card("safe-code").id
-    chief = {"requester": "chief", "recipient": "human-reviewer", "purpose": "investigation"}
-    assert case.consult("informant", SAFE_Q, **chief).decisions[0].reasons == (
-        "human-approval-required",)
+    chief = case.requester("chief")
+    review = {"recipient": "human-reviewer", "purpose": "investigation"}
+    # withheld: the chief's handle gets no decision for it; the audit names the reason
+    refused = chief.consult("informant", SAFE_Q, **review)
+    assert refused.decisions == () and not refused.answer.known
+    last = case.audit().iloc[-1]
+    assert (last.requester, last.card_id, last.reasons) == ("chief", code,
+                                                            "human-approval-required")
     g = case.grant(code, requester="chief", recipient="human-reviewer", ttl_s=0.5)
-    assert case.consult("informant", SAFE_Q, **chief).answer.known
+    assert chief.consult("informant", SAFE_Q, **review).answer.known
     case.revoke_grant(g.grant_id)
-    assert not case.consult("informant", SAFE_Q, **chief).answer.known
+    assert not chief.consult("informant", SAFE_Q, **review).answer.known
     with pytest.raises(UnknownGrantError):
         case.revoke_grant(g.grant_id)
     case.grant(code, requester="chief", ttl_s=0.2)
     time.sleep(0.3)
-    assert not case.consult("informant", SAFE_Q, **chief).answer.known
-    assert [g.state(time.time()) for g in case.grants()] == ["revoked", "expired"]
+    assert not chief.consult("informant", SAFE_Q, **review).answer.known
+    assert [g.state(time.time()) for g in case.disclosure.grants()] == ["revoked", "expired"]
 
 
 def test_budget_refusal_says_why(mediated, case):
-    decisions = [case.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0]
-                 for _ in range(5)]
-    assert [d.action for d in decisions] == ["abstract"] * 4 + ["withhold"]
-    assert decisions[-1].reasons == ("budget-exhausted",)
-    assert "detective has spent 1.00 of its 1.00 disclosure budget" in decisions[-1].message
+    detective = case.agent("detective")
+    answers = [detective.consult("informant", SAFE_Q, **INVESTIGATE) for _ in range(5)]
+    assert [m.decisions[0].action for m in answers[:4]] == ["abstract"] * 4
+    # the fifth is withheld: the detective is handed no decision for it, the audit says why
+    assert answers[-1].decisions == () and not answers[-1].answer.known
+    audit = case.audit()
+    assert list(audit.action) == ["abstract"] * 4 + ["withhold"]
+    assert audit.iloc[-1].reasons == "budget-exhausted"
+    # the operator's own X-ray (the disclosure room, unfiltered) carries the figures
+    xray = case.disclosure.consult(case.disclosure.principal("detective"), "informant", SAFE_Q,
+                                   **INVESTIGATE)
+    assert xray.decisions[0].reasons == ("budget-exhausted",)
+    assert "detective has spent 1.00 of its 1.00 disclosure budget" in xray.decisions[0].message
     # another requester has its own budget
-    assert case.consult("informant", SAFE_Q, requester="suspect", recipient="other-agent",
-                        purpose="investigation").decisions[0].action == "abstract"
+    assert case.agent("suspect").consult("informant", SAFE_Q, recipient="other-agent",
+                                         purpose="investigation").decisions[0].action \
+        == "abstract"
+    # a renamed detective does not: an undeclared name is no principal, so no fresh budget
+    with pytest.raises(UnknownPrincipalError):
+        case.requester("detective-2")
 
 
 def test_the_audit_holds_no_card_text_or_question(mediated, case):
-    case.consult("informant", SAFE_Q, **INVESTIGATE)
-    case.consult("suspect", "What is the alibi for Friday night?", **INVESTIGATE)
+    case.agent("detective").consult("informant", SAFE_Q, **INVESTIGATE)
+    case.agent("detective").consult("suspect", "What is the alibi for Friday night?",
+                                    **INVESTIGATE)
     case.revoke(case.seed_card("cctv").id)
     entries = case.bureau.ledger.mediation.audit_entries(case.id, case.token)
     text = json.dumps(entries)
@@ -267,7 +301,7 @@ def test_audit_ledger_is_append_only_and_detects_an_altered_entry(tmp_path):
 
 def test_audit_outlives_the_case(mediated, bureau):
     case = bureau.load_scenario("safe-combination")
-    case.consult("informant", SAFE_Q, **INVESTIGATE)
+    case.agent("detective").consult("informant", SAFE_Q, **INVESTIGATE)
     token = case.token
     bureau.delete_case(case.id)
     entries = bureau.ledger.mediation.audit_entries(case.id, token)
