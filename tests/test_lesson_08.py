@@ -44,7 +44,7 @@ def test_the_exercise_solution_passes_and_other_answers_do_not(mole):
 
 def test_the_poisoned_page_ranks_first_inside_its_run_only(mole):
     lead = mole.role_names[0]
-    with mole.start_run(lead) as run:
+    with mole.agent(lead).start_run() as run:
         page = run.tool_output(POISONED_PAGE, source=POISON_SOURCE)
         inside = tier_table(run.retrieve(QUESTION))
     assert inside.iloc[0]["text"].startswith(POISONED_PAGE[:40])
@@ -57,14 +57,14 @@ def test_the_poisoned_page_ranks_first_inside_its_run_only(mole):
 
 def test_two_processes_converge_for_every_reader(mole):
     lead, second = mole.role_names[:2]
-    mole.create_scope(lead, "stakeout")
-    mole.invite("stakeout", lead, second)
-    mole.accept("stakeout", second)
+    mole.task_scopes.create(lead, "stakeout")
+    mole.task_scopes.invite("stakeout", lead, second)
+    mole.task_scopes.accept("stakeout", second)
     result = race(mole, "stakeout", (lead, second), rounds=6)
     assert result.converged and len(result.views) == 3
     assert len(result.writes) == 12
     final = result.views.iloc[-1]
-    history = mole.scope_history("stakeout", lead, "plan")
+    history = mole.agent(lead).scopes.history("stakeout", "plan")
     assert len(history) == 12  # nothing lost, stale writes included
     best = max((w for w in history if not w.stale), key=lambda w: w.order)
     assert (final["text"], final["version"], final["writer"]) == (best.text, best.version,

@@ -72,7 +72,8 @@ def _leaks(case, needle: str) -> list[str]:
 # -- vocabulary ---------------------------------------------------------------------------------
 def test_vocabulary_is_data_and_the_reading_rule_covers_old_cards():
     assert TIERS == ("ephemeral", "session", "long-term")
-    assert PROVENANCES == ("seed", "whisper", "tool-output", "promotion", "publication")
+    assert PROVENANCES == ("seed", "whisper", "agent-note", "tool-output", "promotion",
+                           "publication")
     assert read_labels({}, "detective").meta() == {
         "tier": "session", "provenance": "whisper", "trust": "trusted"}
     assert read_labels({"seed_key": "safe-code"}, "informant").tier == "long-term"
@@ -104,9 +105,9 @@ def test_source_rules_are_narrow():
 
 # -- isolation of ephemeral tool output -------------------------------------------------------------
 def test_tool_output_is_seen_only_inside_its_own_run(case):
-    other = case.start_run("detective")  # a second run of the same role
+    other = case.agent("detective").start_run()  # a second run of the same role
     try:
-        with case.start_run("detective") as run:
+        with case.agent("detective").start_run() as run:
             card = run.tool_output(PAGE, "https://news.example/safe")
             assert card.owner == run.owner_id and card.owner.startswith("run:")
             assert (card.tier, card.provenance, card.trust) == ("ephemeral", "tool-output",
@@ -131,22 +132,22 @@ def test_tool_output_is_seen_only_inside_its_own_run(case):
 
 
 def test_end_leaves_no_ephemeral_card_in_storage(case):
-    run = case.start_run("informant")
+    run = case.agent("informant").start_run()
     for i in range(3):
         run.tool_output(f"Search result {i}: the butler's sister lives in Dover.", "web-search")
     assert _stored(case, run.owner_id) == 3
     assert run.end() == 3
     assert _stored(case, run.owner_id) == 0
-    assert case.runs() == []
+    assert case.runs.live() == []
     ended = [e for e in case.events() if e.type == "run.ended"][-1]
     assert ended.payload == {"run_id": run.id, "role": "informant", "deleted": 3, "promoted": 0}
 
 
 def test_the_context_manager_ends_the_run_on_an_exception(case):
-    with pytest.raises(RuntimeError), case.start_run("suspect") as run:
+    with pytest.raises(RuntimeError), case.agent("suspect").start_run() as run:
         run.tool_output(PAGE, "https://news.example/safe")
         raise RuntimeError("the agent crashed")
-    assert _stored(case, run.owner_id) == 0 and case.runs() == []
+    assert _stored(case, run.owner_id) == 0 and case.runs.live() == []
     with pytest.raises(RunEndedError):
         run.tool_output(PAGE, "https://news.example/safe")
 
@@ -155,7 +156,7 @@ def test_a_write_racing_an_end_leaves_nothing_behind(case, monkeypatch):
     """The end marks the row before it purges; a writer that lands after the purge sees the mark
     on its second check and deletes its own card."""
     gw, ledger = case.bureau.gateway, case.bureau.ledger
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     real_add = gw.add
 
     def add_then_end_elsewhere(*args, **kwargs):
@@ -176,7 +177,7 @@ import json, os, signal, sys
 from bureau import Bureau
 b = Bureau.open()
 case = b.case(sys.argv[1])
-run = case.start_run("detective")
+run = case.agent("detective").start_run()
 ids = [run.tool_output(f"Fetched page {i}: the safe code is 7319.", "https://news.example").id
        for i in range(2)]
 print(json.dumps({"run_id": run.id, "owner": run.owner_id, "ids": ids}), flush=True)
@@ -192,17 +193,17 @@ print(json.dumps({"open": True}))
 
 
 def test_a_crash_mid_run_is_swept_by_the_next_open(case, tmp_path):
-    mine = case.start_run("detective")  # a live run of a live process: never swept
+    mine = case.agent("detective").start_run()  # a live run of a live process: never swept
     mine.tool_output(PAGE, "https://news.example/safe")
     try:
         proc = run_python(CRASH.replace("sys.argv[1]", repr(case.id)), cwd=tmp_path, check=False)
         assert proc.returncode == -9, proc.stderr[-2000:]
         crashed = json.loads(proc.stdout.strip().splitlines()[-1])
         assert _stored(case, crashed["owner"]) == 2  # the crash left its tool output behind
-        assert crashed["run_id"] in [r.run_id for r in case.runs()]
+        assert crashed["run_id"] in [r.run_id for r in case.runs.live()]
         run_python(OPEN, cwd=tmp_path)  # the next open, in a fresh process
         assert _stored(case, crashed["owner"]) == 0
-        assert [r.run_id for r in case.runs()] == [mine.id]
+        assert [r.run_id for r in case.runs.live()] == [mine.id]
         assert _stored(case, mine.owner_id) == 1 and mine.live
         swept = [e.payload for e in case.events() if e.type == "run.ended"]
         assert swept == [{"run_id": crashed["run_id"], "role": "detective", "deleted": 2,
@@ -213,7 +214,7 @@ def test_a_crash_mid_run_is_swept_by_the_next_open(case, tmp_path):
 
 def test_deleting_the_case_ends_its_runs(bureau):
     case = bureau.load_scenario("safe-combination")
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     run.tool_output(PAGE, "https://news.example/safe")
     space = case.space
     bureau.delete_case(case.id)
@@ -228,7 +229,7 @@ def test_deleting_the_case_ends_its_runs(bureau):
 def test_resetting_the_case_ends_its_runs(case):
     """A run started before a reset must not write into the fresh namespace (it did: its next
     tool output landed there and stayed searchable inside the run)."""
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     run.tool_output(PAGE, "https://news.example/safe")
     case.reset()
     assert case.bureau.ledger.run_records.get(run.id) is None
@@ -247,7 +248,7 @@ def _promotions(case) -> list[dict]:
 
 
 def test_untrusted_content_is_never_promoted_without_approval(case):
-    with case.start_run("detective") as run:
+    with case.agent("detective").start_run() as run:
         card = run.tool_output(PAGE, "https://news.example/safe")
         before = _stored(case, "detective")
         with pytest.raises(PromotionNotApprovedError) as info:
@@ -276,7 +277,7 @@ def test_untrusted_content_is_never_promoted_without_approval(case):
 
 
 def test_a_rule_that_does_not_match_promotes_nothing(case):
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     run.tool_output(PAGE, "https://news.example/safe")
     run.tool_output("Policy: the safe is audited monthly.", "https://intranet.example.evil.com/")
     before = _stored(case, "detective")
@@ -286,7 +287,7 @@ def test_a_rule_that_does_not_match_promotes_nothing(case):
 
 
 def test_a_matching_rule_promotes_only_what_it_matches_and_audits_it(case):
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     kept = run.tool_output("Policy: the study safe is audited every month.", INTRANET)
     run.tool_output(PAGE, "https://news.example/safe")
     rule = PromotionRule.from_sources(["intranet.example"])
@@ -302,14 +303,14 @@ def test_a_matching_rule_promotes_only_what_it_matches_and_audits_it(case):
 
 
 def test_an_over_eager_rule_lets_the_poisoned_page_into_long_term_memory(case):
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     run.tool_output(PAGE, "https://news.example/safe")
     run.end(promote=OVER_EAGER_EXAMPLE)
     assert len(run.promoted) == 1
     assert "7319" in as_text(case.retrieve("detective", SAFE_Q))  # the cost of a bad rule
     assert _promotions(case)[0]["rule"] == "over-eager"
     narrow = PromotionRule.mentions(["combination"], name="mentions-combination")
-    run2 = case.start_run("suspect")
+    run2 = case.agent("suspect").start_run()
     run2.tool_output(PAGE, "https://news.example/safe")
     run2.end(promote=narrow)
     assert len(run2.promoted) == 1
@@ -342,7 +343,7 @@ def test_revoked_and_foreign_cards_are_not_promoted(case):
     case.revoke(note.id)
     with pytest.raises(UnknownCardError):
         case.promote("detective", note.id)
-    with case.start_run("informant") as run:  # another role's run: not the detective's card
+    with case.agent("informant").start_run() as run:  # not the detective's card
         card = run.tool_output(PAGE, "https://news.example/safe")
         with pytest.raises(UnknownCardError):
             case.promote("detective", card.id, approved_by="chief")
@@ -355,7 +356,7 @@ def test_the_xray_says_which_tiers_were_searched(case):
 
     outside = case.retrieve("detective", SAFE_Q)
     assert outside.tiers == ("session", "long-term")
-    with case.start_run("detective") as run:
+    with case.agent("detective").start_run() as run:
         card = run.tool_output(PAGE, "https://news.example/safe")
         inside = run.retrieve(SAFE_Q)
     assert inside.tiers == ("ephemeral", "session", "long-term")
@@ -374,7 +375,7 @@ def test_the_xray_says_which_tiers_were_searched(case):
 
 
 def test_the_llm_packet_marks_untrusted_cards_as_data(case):
-    with case.start_run("informant") as run:
+    with case.agent("informant").start_run() as run:
         tool = run.tool_output(PAGE, "https://news.example/safe")
         trace = run.retrieve(SAFE_Q)
         answer = run.interrogate(SAFE_Q)
@@ -401,9 +402,9 @@ def test_bad_input_is_refused_and_changes_nothing(case):
     with pytest.raises(UnknownTierError):
         case.whisper("detective", "x marks the spot", tier="ephemeral")
     with pytest.raises(UnknownRunError):
-        case.run("not-a-run")
+        case.runs.get("not-a-run")
     with pytest.raises(UnknownRunError):
-        case.run("0123456789ab")
+        case.agent("detective").run("0123456789ab")
     card = case.seed_card("footprint")
     with pytest.raises(UnknownTierError):
         case.promote("detective", card.id, tier="bogus")
@@ -413,7 +414,7 @@ def test_bad_input_is_refused_and_changes_nothing(case):
         case.promote("detective", card.id, approved_by="Chief Inspector")
     assert (_stored(case, "detective"), len(case.events()), len(_promotions(case))) == before
 
-    run = case.start_run("detective")
+    run = case.agent("detective").start_run()
     with pytest.raises(InvalidTextError):
         run.tool_output(PAGE, "a source with spaces")
     with pytest.raises(InvalidTextError):
@@ -421,16 +422,17 @@ def test_bad_input_is_refused_and_changes_nothing(case):
     with pytest.raises(InvalidArgumentError):
         run.end(promote="everything")  # type: ignore[arg-type]
     with pytest.raises(UnknownRunError):  # a run only reads for its own role
-        case.retrieve("informant", SAFE_Q, run=run)
+        case.agent("informant").run(run.id)
     assert _stored(case, run.owner_id) == 0 and run.live
-    assert case.run(run.id).owner_id == run.owner_id
+    assert case.runs.get(run.id).owner_id == run.owner_id
+    assert case.agent("detective").run(run.id).owner_id == run.owner_id
     run.tool_output(PAGE, "https://news.example/safe")
     assert run.end() == 1
     events = len(case.events())
     for use in (lambda: run.tool_output(PAGE, "web"), lambda: run.retrieve(SAFE_Q),
                 lambda: run.interrogate(SAFE_Q), lambda: run.end(), lambda: run.cards(),
-                lambda: run.promote("1"), lambda: case.interrogate("detective", SAFE_Q, run=run),
-                lambda: case.run(run.id)):
+                lambda: run.promote("1"), lambda: run.consult(SAFE_Q),
+                lambda: case.runs.get(run.id), lambda: case.agent("detective").run(run.id)):
         with pytest.raises(UnknownRunError):
             use()
     assert _stored(case, run.owner_id) == 0 and len(case.events()) == events
@@ -443,10 +445,10 @@ def test_a_mediated_run_decides_on_its_tool_output_as_the_roles_memory(bureau, c
     before = bureau.mediator
     bureau.mediator = PolicyMediator(load_policy(default_policy_path()))
     try:
-        with case.start_run("detective") as run:
+        with case.agent("detective").start_run() as run:
             card = run.tool_output(PAGE, "https://news.example/safe")
             inside = run.consult(SAFE_Q)
-            outside = case.consult("detective", SAFE_Q)
+            outside = case.agent("detective").consult("detective", SAFE_Q)
         decided = {d.card_id: d for d in inside.decisions}
         assert card.id in decided and decided[card.id].card_owner == "detective"
         assert card.id not in {d.card_id for d in outside.decisions}
