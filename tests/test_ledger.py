@@ -3,9 +3,7 @@ share that connection, so an operation across stores is one transaction."""
 
 from __future__ import annotations
 
-import ast
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -97,32 +95,9 @@ def test_a_delete_forgets_every_store_but_the_audit_chain(ledger):
     assert [e["action"] for e in ledger.mediation.audit_entries("c1", "tok")] == ["revoke"]
 
 
-TRANSITIONAL_CALLERS = ("bureau/service/case.py", "bureau/service/runs.py",
-                        "bureau/service/shared_scopes.py", "bureau/service/rooms/")
-"""The only files still calling the old flat names (the transitional block of BaseLedger)."""
+def test_the_ledger_is_only_its_stores():
+    """No flat operation is left on the composite: every caller names the feature's store."""
+    flat = {n for n, v in vars(BaseLedger).items() if callable(v) and not n.startswith("_")}
+    assert flat == {"close"}
 
 
-def _ledger_call(node: ast.AST, names: set[str]) -> str | None:
-    """``x.ledger.<name>(...)`` or ``ledger.<name>(...)`` with ``name`` in ``names``."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in names):
-        return None
-    owner = node.func.value
-    held = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)
-    return node.func.attr if held == "ledger" else None
-
-
-def test_only_the_service_files_being_rewritten_call_the_old_flat_names():
-    old = {n for n, v in vars(BaseLedger).items()
-           if callable(v) and not n.startswith("_") and n != "close"}
-    assert {"get_case", "runs", "events", "task_scopes"} <= old
-    repo = Path(__file__).resolve().parents[1]
-    offenders = []
-    for path in sorted([*repo.glob("bureau/**/*.py"), *repo.glob("tests/*.py")]):
-        rel = path.relative_to(repo).as_posix()
-        if rel.startswith((*TRANSITIONAL_CALLERS, "bureau/ledger/")):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if name := _ledger_call(node, old):
-                offenders.append(f"{rel}:{node.lineno} ledger.{name}(...)")
-    assert not offenders, "\n".join(offenders)

@@ -104,7 +104,7 @@ class Bureau:
         """End every run whose process died (killed mid-run): purge its ephemeral scope,
         verified, and drop its row (issue 14). Runs on every open; returns the cards deleted."""
         try:
-            swept = sweep_runs(self.gateway, self.ledger)
+            swept = sweep_runs(self.gateway, self.ledger.run_records, self.ledger.cases)
         except BureauError as exc:  # a damaged case must not keep the bureau closed
             log.warning("runs were not swept on open: %s", exc)
             return 0

@@ -45,21 +45,24 @@ class Case:
         self.role_names: list[str] = list(scenario.role_names)
         ctx = CaseContext(
             case_id=self.id, token=self.token, roles=tuple(self.role_names),
-            gateway=bureau.gateway, ledger=bureau.ledger,
+            gateway=bureau.gateway, cases=bureau.ledger.cases, limits=bureau.ledger.mediation,
             settings=lambda: bureau.settings, mediator=lambda: bureau.mediator,
             responder=lambda: bureau.responder,
             record_events=lambda items: bureau.record_events(self.id, items, token=self.token),
             notify=bureau.notify,
         )
         self._ctx = ctx
-        self.task_scopes = TaskScopes(ctx)
+        ledger = bureau.ledger
+        self.task_scopes = TaskScopes(ctx, ledger.task_scope_records)
         """Shared task scopes (operator view; an agent uses ``agent.scopes``)."""
         self.reading = Reading(ctx, self.task_scopes)
         self.writing = Writing(ctx)
-        self.disclosure = Disclosure(ctx, self.reading, self._principals)
+        self.disclosure = Disclosure(ctx, self.reading, self._principals, ledger.mediation,
+                                     ledger.publishes)
         """Consults, revocation, expiry, grants and the audit trail."""
-        self.publishing = Publishing(ctx, self.disclosure)
-        self.runs = Runs(ctx, self.reading, self.disclosure)
+        self.publishing = Publishing(ctx, self.disclosure, ledger.publishes)
+        self.runs = Runs(ctx, self.reading, self.disclosure, ledger.run_records,
+                         ledger.mediation)
         """Runs, promotion and session ends (trust tiers)."""
 
     def __repr__(self) -> str:
@@ -150,7 +153,7 @@ class Case:
         The case moves to a fresh namespace first, so a holder still writing to the old one
         (another process that missed the reset) cannot bring cards back.
         """
-        old = self.bureau.ledger.bump_epoch(self.id, self.token)
+        old = self.bureau.ledger.cases.bump_epoch(self.id, self.token)
         deleted = self.bureau.gateway.purge_space(old.space.store_id)
         self._ctx.emit("case.reset", {"deleted": deleted})
         if reseed:
@@ -228,7 +231,7 @@ class Case:
         if type(since) is not int or since < 0:
             raise InvalidArgumentError(f"since must be a whole number ≥ 0, not {short_repr(since)}.")
         self._ctx.space()
-        return self.bureau.ledger.events(self.id, since)
+        return self.bureau.ledger.event_log.read(self.id, since)
 
     def stage(self) -> dict[str, Any]:
         """The projector view: counts per role, the board, the last retrieval summary."""
@@ -237,7 +240,7 @@ class Case:
         board = [c for c in gw.list(space, BOARD) if c.id not in dead]
         hidden = {r: sum(1 for owner, _ in dead.values() if owner == r) for r in self.role_names}
         last = None
-        event = self.bureau.ledger.last_event(self.id, "retrieval.completed")
+        event = self.bureau.ledger.event_log.last(self.id, "retrieval.completed")
         if event is not None:
             p = event.payload
             last = {k: p[k] for k in ("role", "searched_scopes", "hits_by_scope", "misses",
@@ -252,5 +255,5 @@ class Case:
                 for c in board
             ],
             "last_retrieval": last,
-            "mediation": self.bureau.ledger.audit_counts(self.id, self.token),
+            "mediation": self.disclosure.counts(),
         }

@@ -44,7 +44,7 @@ from . import faults
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from ..ledger.base import BaseLedger
+    from ..ledger.publishes import PublishStore
     from ..storage.gateway import MemoryGateway
 
 Emit = Callable[[str, dict[str, Any]], Any]
@@ -78,10 +78,10 @@ class Publisher:
     anything else (and the service imports it, not the other way round).
     """
 
-    def __init__(self, gateway: MemoryGateway, ledger: BaseLedger, space: CaseSpace,
+    def __init__(self, gateway: MemoryGateway, publishes: PublishStore, space: CaseSpace,
                  emit: Emit, lease_s: float) -> None:
         self.gw = gateway
-        self.publishes = ledger.publishes
+        self.publishes = publishes
         self.space = space
         self.case_id = space.case_id
         self.emit = emit

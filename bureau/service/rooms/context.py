@@ -2,7 +2,7 @@
 
 A room (reading, disclosure, publishing, runs, task scopes) needs to know which case incarnation
 it serves, whether that incarnation is still live, where the cards are, and where events go. It
-gets exactly that here; it never holds the :class:`~bureau.service.case.Case`, the
+gets exactly that here, and its own ledger store from its constructor; it never holds the :class:`~bureau.service.case.Case`, the
 :class:`~bureau.service.bureau.Bureau` or another room's private parts, so a room's reach is what
 its constructor was handed.
 """
@@ -18,7 +18,8 @@ from ...model import BOARD, CaseSpace, Event
 from ...text import short_repr
 
 if TYPE_CHECKING:
-    from ...ledger.base import BaseLedger
+    from ...ledger.cases import CaseStore
+    from ...ledger.mediation import MediationStore
     from ...mediation import Mediator
     from ...responders import Responder
     from ...settings import Settings
@@ -41,7 +42,10 @@ class CaseContext:
     token: str | None
     roles: tuple[str, ...]
     gateway: MemoryGateway
-    ledger: BaseLedger
+    cases: CaseStore
+    """The case rows: is this incarnation still live (read on every operation)."""
+    limits: MediationStore
+    """Revocations and expiries, read with the case row (every read path filters by them)."""
     settings: Callable[[], Settings]
     mediator: Callable[[], Mediator]
     responder: Callable[[], Responder]
@@ -56,14 +60,14 @@ class CaseContext:
         Read from the ledger on every operation (one indexed read), so a delete or a reset made
         by any holder in any process takes effect for every other holder at once.
         """
-        record = self.ledger.get_case(self.case_id)
+        record = self.cases.get(self.case_id)
         if record is None or record.token != self.token:
             raise self.gone()
         return record.space
 
     def view(self) -> tuple[CaseSpace, Dead]:
         """The live namespace and the revoked or expired cards, in one ledger read."""
-        record, dead = self.ledger.case_view(self.case_id)
+        record, dead = self.limits.case_view(self.case_id)
         if record is None or record.token != self.token:
             raise self.gone()
         return record.space, dead

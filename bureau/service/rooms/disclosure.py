@@ -44,6 +44,8 @@ from .context import CaseContext
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ...ledger.mediation import MediationStore
+    from ...ledger.publishes import PublishStore
     from .reading import Reading
 
 _CLOSED = PolicyMediator(closed_policy())
@@ -53,10 +55,13 @@ class Disclosure:
     """Consults, revocation, expiry, grants and the audit trail of one case."""
 
     def __init__(self, ctx: CaseContext, reading: Reading,
-                 principals: Callable[[], Principals]) -> None:
+                 principals: Callable[[], Principals], store: MediationStore,
+                 publishes: PublishStore) -> None:
         self._ctx = ctx
         self._reading = reading
         self._principals = principals
+        self._store = store
+        self._publishes = publishes
 
     # -- principals --------------------------------------------------------------------------
     def principals(self) -> Principals:
@@ -109,7 +114,7 @@ class Disclosure:
         trace: RetrievalTrace | None = None
         for _ in range(8):
             now = time.time()
-            record, dead, grants, spent = ctx.ledger.mediation_view(ctx.case_id, inv.requester,
+            record, dead, grants, spent = self._store.view(ctx.case_id, inv.requester,
                                                                    now)
             if record is None or record.token != ctx.token:
                 raise ctx.gone()
@@ -128,7 +133,7 @@ class Disclosure:
             # released cards only (no withheld hit ids or counts, no timing).
             shown = trace if inv.requester == inv.owner else released_trace(
                 trace, [d.card for d in decisions if d.card is not None])
-            events = ctx.ledger.commit_mediation(
+            events = self._store.commit(
                 ctx.case_id, ctx.token, inv.requester, spent, charges, audit,
                 [("retrieval.completed", shown.summary())])
             if events is not None:
@@ -167,12 +172,12 @@ class Disclosure:
         reason = clean_name(reason, what="reason")
         ids = [card.id]
         if card.owner != BOARD:
-            pub = ctx.ledger.publication(ctx.case_id, card.id)
+            pub = self._publishes.get(ctx.case_id, card.id)
             if pub is not None and pub.copy_id:
                 ids.append(pub.copy_id)
         for cid in ids:
             owner = card.owner if cid == card.id else BOARD
-            ctx.ledger.limit_card(
+            self._store.limit_card(
                 ctx.case_id, ctx.token, cid, owner, revoke=True, reason=reason,
                 audit=[{"kind": "revocation", "card_id": cid, "card_owner": owner,
                         "action": "revoke", "reasons": [reason]}])
@@ -185,7 +190,7 @@ class Disclosure:
         ctx = self._ctx
         card = self.find(card_id)
         at = time.time() + ttl(ttl_s)
-        ctx.ledger.limit_card(
+        self._store.limit_card(
             ctx.case_id, ctx.token, card.id, card.owner, expires_at=at,
             audit=[{"kind": "expiry", "card_id": card.id, "card_owner": card.owner,
                     "action": "expire", "expires_at": _iso(at), "reasons": ["ttl"]}])
@@ -218,21 +223,25 @@ class Disclosure:
                  "action": "grant", "grant_id": grant.grant_id, "granted": action,
                  "requester": grant.requester, "recipient": grant.recipient,
                  "purpose": grant.purpose, "expires_at": _iso(grant.expires_at), "reasons": []}
-        return ctx.ledger.add_grant(grant, ctx.token, [entry])
+        return self._store.add_grant(grant, ctx.token, [entry])
 
     def revoke_grant(self, grant_id: object) -> None:
         """Withdraw a grant at once, for every holder in every process."""
         ctx = self._ctx
         gid = str(grant_id)
-        match = [g for g in ctx.ledger.grants(ctx.case_id) if g.grant_id == gid]
+        match = [g for g in self._store.grants(ctx.case_id) if g.grant_id == gid]
         entry = {"kind": "grant", "action": "revoke-grant", "grant_id": gid,
                  "card_id": match[0].card_id if match else None, "reasons": []}
-        ctx.ledger.revoke_grant(ctx.case_id, ctx.token, gid, [entry])
+        self._store.revoke_grant(ctx.case_id, ctx.token, gid, [entry])
 
     def grants(self) -> list[Grant]:
         """Every grant of the case, with its state (``g.state(time.time())``)."""
         self._ctx.space()
-        return self._ctx.ledger.grants(self._ctx.case_id)
+        return self._store.grants(self._ctx.case_id)
+
+    def counts(self) -> dict[str, int]:
+        """Decisions per action (the stage's counts; no ids, no text)."""
+        return self._store.audit_counts(self._ctx.case_id, self._ctx.token)
 
     def audit(self, verify: bool = True) -> pd.DataFrame:
         """The audit trail as a table: one row per decision, revocation, expiry, grant and
@@ -243,10 +252,10 @@ class Disclosure:
 
         ctx = self._ctx
         if verify:
-            ctx.ledger.verify_audit()
+            self._store.verify_audit()
         _, dead = ctx.view()
         rows = []
-        for e in ctx.ledger.audit_entries(ctx.case_id, ctx.token):
+        for e in self._store.audit_entries(ctx.case_id, ctx.token):
             row = {c: e.get(c) for c in AUDIT_COLUMNS}
             row["kind"] = e.get("kind", "decision")
             row["reasons"] = ", ".join(e.get("reasons") or [])

@@ -8,6 +8,8 @@ time to live becomes an expiry of the copy.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...errors import CardRevokedError, UnknownCardError
 from ...model import MemoryCard
 from ...text import short_repr
@@ -15,17 +17,21 @@ from ..publish import Publisher
 from .context import CaseContext
 from .disclosure import Disclosure, ttl
 
+if TYPE_CHECKING:
+    from ...ledger.publishes import PublishStore
+
 
 class Publishing:
     """Publish, recover and the cleanup queue of one case."""
 
-    def __init__(self, ctx: CaseContext, disclosure: Disclosure) -> None:
+    def __init__(self, ctx: CaseContext, disclosure: Disclosure, store: PublishStore) -> None:
         self._ctx = ctx
         self._disclosure = disclosure
+        self._store = store
 
     def _publisher(self) -> Publisher:
         ctx = self._ctx
-        return Publisher(ctx.gateway, ctx.ledger, ctx.space(), ctx.emit,
+        return Publisher(ctx.gateway, self._store, ctx.space(), ctx.emit,
                          ctx.settings().publish_lease_s)
 
     def publish(self, role: str, card_id: object, ttl_s: float | None = None) -> MemoryCard:
@@ -58,7 +64,7 @@ class Publishing:
     def pending_cleanups(self) -> int:
         """Board copies whose deletion failed and waits for ``recover()`` (lesson 03)."""
         self._ctx.space()
-        return len(self._ctx.ledger.cleanup_tasks(self._ctx.case_id))
+        return len(self._store.cleanup_tasks(self._ctx.case_id))
 
 
 __all__ = ["Publishing"]

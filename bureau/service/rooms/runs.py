@@ -54,7 +54,9 @@ from ...tiers import (
 from .context import CaseContext
 
 if TYPE_CHECKING:
-    from ...ledger.base import BaseLedger
+    from ...ledger.cases import CaseStore
+    from ...ledger.mediation import MediationStore
+    from ...ledger.runs import RunStore
     from ...mediation.mediator import Mediation
     from ...storage.gateway import MemoryGateway
     from .disclosure import Disclosure
@@ -120,12 +122,12 @@ class Run:
         return self._room.ctx.gateway
 
     @property
-    def _ledger(self) -> BaseLedger:
-        return self._room.ctx.ledger
+    def _records(self) -> RunStore:
+        return self._room.store
 
     def check_live(self) -> RunRecord:
         """The run's ledger row while the run accepts work; ``RunEndedError`` after its end."""
-        rec = None if self._ended else self._ledger.run_record(self.id)
+        rec = None if self._ended else self._records.get(self.id)
         if rec is None or rec.ended_at is not None or rec.token != self.token:
             self._ended = True
             raise RunEndedError(f"Run {self.id} of {self.role} in case {self.case_id} has ended; "
@@ -204,11 +206,11 @@ class Run:
             for card in self._gw.list(space, self.owner_id):
                 if promotable(card) and promote.matches(card):
                     promoted.append(self._room.promote_card(self.role, card, rule=promote))
-        if self._ledger.end_run(self.id) is None:
+        if self._records.end(self.id) is None:
             self._ended = True
             raise RunEndedError(f"Run {self.id} of {self.role} was ended elsewhere meanwhile.")
         deleted = self._gw.purge_owner(space, self.owner_id)
-        self._ledger.drop_run(self.id)
+        self._records.drop(self.id)
         self._ended = True
         self.deleted, self.promoted = deleted, tuple(promoted)
         self._room.ctx.record_events([("run.ended", {
@@ -228,7 +230,7 @@ def delete_session_cards(gw: MemoryGateway, space: CaseSpace, role: str) -> int:
     return deleted
 
 
-def sweep_runs(gw: MemoryGateway, ledger: BaseLedger,
+def sweep_runs(gw: MemoryGateway, runs: RunStore, cases: CaseStore,
                case_id: str | None = None) -> list[tuple[RunRecord, int]]:
     """Purge the ephemeral scope of every run whose process is gone; drop its row.
 
@@ -236,14 +238,14 @@ def sweep_runs(gw: MemoryGateway, ledger: BaseLedger,
     since has no cards in the live namespace (the retired one is purged by ``check_store``).
     """
     swept = []
-    for rec in ledger.runs(case_id):
+    for rec in runs.all(case_id):
         if owner_alive(rec.owner):
             continue
-        case = ledger.get_case(rec.case_id)
+        case = cases.get(rec.case_id)
         deleted = 0
         if case is not None and case.token == rec.token:
             deleted = gw.purge_owner(case.space, run_owner(rec.run_id, rec.role))
-        if ledger.drop_run(rec.run_id):
+        if runs.drop(rec.run_id):
             swept.append((rec, deleted))
     return swept
 
@@ -251,17 +253,21 @@ def sweep_runs(gw: MemoryGateway, ledger: BaseLedger,
 class Runs:
     """The runs room of one case: runs, promotion one tier up, the end of a role's session."""
 
-    def __init__(self, ctx: CaseContext, reading: Reading, disclosure: Disclosure) -> None:
+    def __init__(self, ctx: CaseContext, reading: Reading, disclosure: Disclosure,
+                 store: RunStore, audit: MediationStore) -> None:
         self.ctx = ctx
         self.reading = reading
         self.disclosure = disclosure
+        self.store = store
+        """The ledger's run rows."""
+        self._audit = audit
 
     def start(self, role: str) -> Run:
         """Start a run of ``role``: a scope for untrusted tool output that only this run's own
         retrievals search, deleted (verified) when the run ends -- also when its process dies
         (the next open sweeps it). Use ``with case.runs.start(role) as run:``."""
         role = self.ctx.role(role)
-        record = self.ctx.ledger.add_run(new_run_id(), self.ctx.case_id, self.ctx.token, role)
+        record = self.store.add(new_run_id(), self.ctx.case_id, self.ctx.token, role)
         self.ctx.emit("run.started", {"run_id": record.run_id, "role": role})
         return Run(self, record)
 
@@ -272,7 +278,7 @@ class Runs:
         off the events does not open another role's run); the same refusal either way."""
         rid = check_run_id(run_id)
         self.ctx.space()
-        record = self.ctx.ledger.run_record(rid)
+        record = self.store.get(rid)
         if record is None or record.case_id != self.ctx.case_id \
                 or record.token != self.ctx.token or (role is not None and record.role != role):
             raise UnknownRunError(f"Case {self.ctx.case_id} has no run {short_repr(run_id)}.")
@@ -283,12 +289,12 @@ class Runs:
     def live(self) -> list[RunRecord]:
         """Live runs of this case (operator view: ids, roles, owning process, start time)."""
         self.ctx.space()
-        return [r for r in self.ctx.ledger.runs(self.ctx.case_id) if r.token == self.ctx.token]
+        return [r for r in self.store.all(self.ctx.case_id) if r.token == self.ctx.token]
 
     def sweep(self) -> int:
         """End the runs of this case whose process died (what every open does); returns how
         many ephemeral cards were deleted."""
-        swept = sweep_runs(self.ctx.gateway, self.ctx.ledger, self.ctx.case_id)
+        swept = sweep_runs(self.ctx.gateway, self.store, self.ctx.cases, self.ctx.case_id)
         if swept:
             self.ctx.record_events([("run.ended", {"run_id": r.run_id, "role": r.role,
                                                    "deleted": n, "promoted": 0, "swept": True})
@@ -334,7 +340,7 @@ class Runs:
         card = gw.get(space, role, card_id)
         if card is not None:
             return card
-        for rec in self.ctx.ledger.runs(self.ctx.case_id):
+        for rec in self.store.all(self.ctx.case_id):
             if rec.role == role and rec.token == self.ctx.token and rec.ended_at is None:
                 card = gw.get(space, run_owner(rec.run_id, role), card_id)
                 if card is not None:
@@ -361,7 +367,7 @@ class Runs:
             raise PromotionNotApprovedError(
                 f"Card {card.id} is untrusted {lab.provenance} and is never promoted without an "
                 "approval step.")
-        gw, ledger = self.ctx.gateway, self.ctx.ledger
+        gw = self.ctx.gateway
         space = self.ctx.space()
         for existing in gw.list(space, role, where={"promoted_from": card.id}):
             if existing.tier == target:
@@ -381,7 +387,7 @@ class Runs:
                  "rule_description": None if rule is None else rule.description,
                  "reasons": [reason]}
         try:
-            ledger.append_audit(self.ctx.case_id, self.ctx.token, [entry])
+            self._audit.append_audit(self.ctx.case_id, self.ctx.token, [entry])
         except BaseException:
             gw.delete_or_gone(space, role, copy.id)
             raise

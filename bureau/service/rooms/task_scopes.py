@@ -46,6 +46,7 @@ from ...text import clean_text
 from .context import CaseContext
 
 if TYPE_CHECKING:
+    from ...ledger.task_scopes import TaskScopeStore
     from ...model import Event
 
 MAX_SETTLE_ROUNDS = 8
@@ -59,10 +60,10 @@ class TaskScopes:
     the operator's own view is :meth:`all` and :meth:`memberships`.
     """
 
-    def __init__(self, ctx: CaseContext) -> None:
+    def __init__(self, ctx: CaseContext, store: TaskScopeStore) -> None:
         self._ctx = ctx
         self.gateway = ctx.gateway
-        self.ledger = ctx.ledger
+        self.store = store
         self.case_id = ctx.case_id
         self.token = ctx.token
 
@@ -76,7 +77,7 @@ class TaskScopes:
         owner = self._ctx.role(owner)
         name = check_scope_name(name)
         self._ctx.space()
-        scope, events = self.ledger.create_task_scope(self.case_id, self.token, name, owner)
+        scope, events = self.store.create(self.case_id, self.token, name, owner)
         self._notify(events)
         return scope
 
@@ -114,7 +115,7 @@ class TaskScopes:
         target = None if target is None else self._ctx.role(target)
         name = check_scope_name(name)
         space = self._ctx.space()
-        _, scope, events = self.ledger.change_task_scope(self.case_id, self.token, op,
+        _, scope, events = self.store.change(self.case_id, self.token, op,
                                                          name, actor, target)
         self._notify(events)
         if op == "delete":
@@ -126,12 +127,12 @@ class TaskScopes:
         """The role's memberships and pending invitations (of scopes not deleted)."""
         role = self._ctx.role(role)
         self._ctx.space()
-        return self.ledger.memberships(self.case_id, role)
+        return self.store.memberships(self.case_id, role)
 
     def all(self) -> list[TaskScope]:
         """Every task scope of the case, deleted ones too (operator view)."""
         self._ctx.space()
-        return self.ledger.task_scopes(self.case_id)
+        return self.store.all(self.case_id)
 
     def purge(self, space: CaseSpace, name: str, rounds: int = 100) -> int:
         """Delete every card of the scope (values and log) and verify none is left."""
@@ -152,11 +153,11 @@ class TaskScopes:
     def view(self, role: str | None) -> dict[str, frozenset[str]]:
         """Store owner id -> ids of the cards showing current values, for the live scopes
         ``role`` is an accepted member of (read from the ledger now)."""
-        return self.ledger.member_view(self.case_id, role)
+        return self.store.member_view(self.case_id, role)
 
     def members_of(self) -> dict[str, frozenset[str]]:
         """Store owner id -> accepted members, for every live scope (operator view)."""
-        return self.ledger.scope_members_of(self.case_id)
+        return self.store.members_of(self.case_id)
 
     def hidden(self, space: CaseSpace, view: dict[str, frozenset[str]]) -> int:
         """How many cards in these scopes show no current value (being replaced, or left by a
@@ -169,12 +170,12 @@ class TaskScopes:
         name = check_scope_name(name)
         key = check_key(key)
         space = self._ctx.space()
-        win = self.ledger.scope_value(self.case_id, name, role, key)
+        win = self.store.value(self.case_id, name, role, key)
         card = self.gateway.get(space, log_owner_id(name), win.card_id)
         if card is None:
             # Purged by a delete that committed after the ledger read (then: the refusal any
             # non-member gets), or lost by the store while the scope lives (damage: say so).
-            self.ledger.task_scope_access(self.case_id, name, role)
+            self.store.access(self.case_id, name, role)
             raise DamagedDataError(
                 f"The text of {key!r} (version {win.version}) in task scope {name!r} is missing "
                 "from the card store.", "Write the key again; see scope_history for its past.")
@@ -184,14 +185,14 @@ class TaskScopes:
         role = self._ctx.role(role)
         name = check_scope_name(name)
         self._ctx.space()
-        return self.ledger.scope_keys(self.case_id, name, role)
+        return self.store.keys(self.case_id, name, role)
 
     def history(self, name: object, role: str, key: object) -> list[ScopeWrite]:
         role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
         space = self._ctx.space()
-        rows = self.ledger.scope_history(self.case_id, name, role, key)
+        rows = self.store.history(self.case_id, name, role, key)
         texts = {c.id: c.content for c in
                  self.gateway.list(space, log_owner_id(name), where={"topic": key})}
         return [ScopeWrite(**{**w.__dict__, "text": texts.get(w.card_id)}) for w in rows]
@@ -200,14 +201,14 @@ class TaskScopes:
         role = self._ctx.role(role)
         name = check_scope_name(name)
         self._ctx.space()
-        return self.ledger.task_scope_info(self.case_id, name, role)
+        return self.store.info(self.case_id, name, role)
 
     def inbox(self, role: str, cursor: int = 0, limit: int = 100) -> InboxPage:
         role = self._ctx.role(role)
         cursor = check_cursor(cursor)
         limit = check_page(limit)
         self._ctx.space()
-        items = self.ledger.inbox_page(self.case_id, role, cursor, limit)
+        items = self.store.inbox_page(self.case_id, role, cursor, limit)
         return InboxPage(tuple(items), items[-1].cursor if items else cursor)
 
     # -- keyed writes ------------------------------------------------------------------------
@@ -220,12 +221,12 @@ class TaskScopes:
         version = next_version(read_version)
         space = self._ctx.space()
         # Refused before anything is stored (the ledger checks again when it records).
-        self.ledger.task_scope_access(self.case_id, name, role, write=True)
+        self.store.access(self.case_id, name, role, write=True)
         written_at = time.time()
         log = log_owner_id(name)
         card = self.gateway.add(space, log, content, _meta(key, "scope-write", role))
         try:
-            result, events = self.ledger.record_scope_write(
+            result, events = self.store.record_write(
                 self.case_id, self.token, name, role, key, version, read_version,
                 written_at, card.id)
         except BaseException:
@@ -244,7 +245,7 @@ class TaskScopes:
         main, log = scope_owner_id(name), log_owner_id(name)
         replaced = 0
         for _ in range(MAX_SETTLE_ROUNDS):
-            rows = self.ledger.scope_unsettled(self.case_id, name)
+            rows = self.store.unsettled(self.case_id, name)
             if not rows:
                 break
             for r in rows:
@@ -258,7 +259,7 @@ class TaskScopes:
                 new = gw.add(space, main, text, _meta(str(r["skey"]), "scope-value",
                                                       str(r["writer"]), win_card))
                 old = str(r["shown_card"]) if r["shown_card"] else None
-                if self.ledger.settle_scope_key(self.case_id, name, str(r["skey"]),
+                if self.store.settle_key(self.case_id, name, str(r["skey"]),
                                                 int(r["win_seq"]), old, new.id):
                     replaced += 1
                     if old is not None:
