@@ -83,8 +83,6 @@ KNOWN_BREACHES: dict[tuple[str, str], str] = {}
 occur (a fixed one must leave this list). Empty: the code keeps the table."""
 
 KNOWN_TYPE_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    ("bureau.service.case", "bureau.service.bureau"):
-        "Case.__init__(bureau: Bureau) types its owner; bureau.py builds Case at runtime",
     ("bureau.leakage.mediated", "bureau.leakage.runner"):
         "types name LabResult/Timings; runner.py calls run_mediated at runtime",
 }

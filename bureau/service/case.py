@@ -14,7 +14,7 @@ forwards.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agents import ROLE, Principals
 from ..errors import InvalidArgumentError, UnknownCardError
@@ -31,13 +31,33 @@ from .rooms.writing import Writing
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .bureau import Bureau
+    from ..ledger.base import BaseLedger
+    from ..mediation import Mediator
+    from ..responders import Responder
+    from ..settings import Settings
+    from ..storage.gateway import MemoryGateway
+
+
+class BureauParts(Protocol):
+    """What a case needs of the bureau that opened it (``Bureau`` itself, in practice): the
+    store, the ledger, the current settings and voices, and where events go."""
+
+    gateway: MemoryGateway
+    ledger: BaseLedger
+    settings: Settings
+    mediator: Mediator
+    responder: Responder
+
+    def record_events(self, case_id: str, items: list[tuple[str, dict[str, Any]]],
+                      token: Any = ...) -> list[Event]: ...
+
+    def notify(self, events: list[Event]) -> list[Event]: ...
 
 
 class Case:
     """One running case: its roles, their private spaces, the board, and its rooms."""
 
-    def __init__(self, bureau: Bureau, record: CaseRecord, scenario: Scenario) -> None:
+    def __init__(self, bureau: BureauParts, record: CaseRecord, scenario: Scenario) -> None:
         self.bureau = bureau
         self.id = record.case_id
         self.token = record.token
