@@ -83,8 +83,6 @@ KNOWN_BREACHES: dict[tuple[str, str], str] = {}
 occur (a fixed one must leave this list). Empty: the code keeps the table."""
 
 KNOWN_TYPE_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    ("bureau.leakage.mediated", "bureau.leakage.runner"):
-        "types name LabResult/Timings; runner.py calls run_mediated at runtime",
 }
 """TYPE_CHECKING imports that close an import cycle today (reported, not yet fixed). Without
 them the import graph, TYPE_CHECKING included, has no cycle; each must still close one."""

@@ -103,9 +103,11 @@ def _sources(args: argparse.Namespace) -> list[Path]:
 def _run(args: argparse.Namespace, started: float) -> int:
     from tqdm import tqdm
 
+    from bureau.leakage.analysis import analyse
     from bureau.leakage.convert import load_lab
-    from bureau.leakage.report import analyse, benchmark, write_outputs
+    from bureau.leakage.report import write_outputs
     from bureau.leakage.runner import MAX_K, run_lab
+    from bureau.leakage.timing import benchmark
 
     if not 1 <= args.k <= MAX_K:  # the same range check_limit applies, said as a CLI error
         print(f"error: --k must lie between 1 and {MAX_K}", file=sys.stderr)

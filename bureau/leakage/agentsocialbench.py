@@ -34,7 +34,7 @@ Mapping to the lab's terms
       ``humans[].name``), the other person's agent (``cross_user``, in both directions). It asks
       with the scenario's ``task``, as a MAGPIE requester does.
     * **Safe abstraction** of a private item: the value of the ``acceptable_abstractions`` key
-      paired with its sentence by the rule below, if any.
+      paired with its sentence by the rule of :mod:`~bureau.leakage.social_pairing`, if any.
     * **Item text**: :attr:`SocialItem.text` is the sentence verbatim. The text the lab stores
       (:attr:`SocialItem.fact`) drops a leading prohibition in ``must_not_cross`` ("Do not reveal
       that", "Reveal", "Must not disclose", ...; 453 of 489 ``mediated_comm`` sentences start so,
@@ -47,92 +47,63 @@ Mapping to the lab's terms
     must contribute (``mediated_comm``: "Nisha's availability constraints"); it is still held by
     the user's agent here, because the dataset lists it as what the exchange needs.
 
-Pairing ``acceptable_abstractions`` keys with ``must_not_cross`` sentences
-    The keys are not always the sentences: ``cross_domain`` and ``cross_user`` mostly repeat the
-    sentence, ``mediated_comm`` almost never does ("Penicillin allergy (rash)" for "Do not reveal
-    specific medications and dosages (...) or his penicillin allergy."), and one sentence often
-    covers several keys. Per boundary block (a scenario, or one ``cross_user`` person), one to
-    one, deterministically:
-
-    1. **Exact**: a key equal to a sentence after normalising (NFKC, case, curly quotes,
-       whitespace, a trailing full stop) pairs with it.
-    2. **Fuzzy**: every remaining (key, sentence) couple is scored by *key containment*: the share
-       of the key's content words (lower case; stop words and disclosure verbs like "reveal",
-       "specific", "details" dropped; a plural ``s`` and ``'s`` stripped) that occur in the
-       sentence. Couples scoring at least :data:`FUZZY_THRESHOLD` (0.25) are taken greedily,
-       best score first, ties broken by :class:`difflib.SequenceMatcher` ratio, then key order,
-       then sentence order; each key and each sentence is used at most once.
-
-    Why containment, not a ``difflib`` ratio: keys are short labels and sentences long
-    prohibitions, so a right pair often has a low ratio (0.40 for "Sertraline / hydroxyzine and
-    insomnia" and its sentence) while a wrong one can score 0.46 ("Hypermobility-related chronic
-    pain under evaluation and PT" against a migraine sentence); in 74 of the 761 fuzzy pairs below,
-    another sentence of the block has a higher ratio than the one containment picks. Why 0.25: on
-    the real data the best containment of the non-exact keys spreads evenly from 0 to 1, with no
-    natural gap. Reading every fuzzy pair below 0.4 (65 of 761) found them right, e.g. "Sertraline
-    50 mg daily" with "... medications (e.g., Sertraline, Alendronate, ...)" at 0.25, but for a
-    few arguable ones (a gel "for knee/shoulder pain" with a sentence about "'left knee',
-    'shoulder'").
-    Below 0.25 a single generic word starts to decide: lowering the threshold to 0.2 would add 11
-    pairs, about half of them wrong ("Uses a cane on high-pain days ..." with a THC sentence,
-    "Chronic lower back pain" with a mental-health one); raising it to 0.4 would drop those 65
-    mostly right ones. A key left over is *unused*: typically the second medication of a
-    sentence that lists several, or a fact no sentence mentions.
-
-    Figures on the shared copy (``pairing_stats``; private items = sentences):
-
-    ============== ========= ===== ===== ======== ==== ======
-    category       scenarios items exact fuzzy    none unused
-    ============== ========= ===== ===== ======== ==== ======
-    cross_domain         107   491   311      162   18     42
-    mediated_comm        100   489    16      384   89    134
-    cross_user            50   503   270      215   18     22
-    ============== ========= ===== ===== ======== ==== ======
-
-    (``none``: sentences without an abstraction; ``unused``: keys paired with no sentence, out of
-    515, 534 and 507 keys.)
-
-Common shape with MAGPIE
-    :func:`to_lab_scenarios` returns real :class:`~bureau.leakage.magpie.MagpieScenario` objects
-    (and :func:`to_lab_dataset` a :class:`~bureau.leakage.magpie.MagpieDataset`), so the lab
-    runner, ``exposure_frame`` and the report take both datasets alike with no protocol to
-    maintain: every field they read (``item_id``, ``agent``, ``label``, ``text``,
-    ``abstraction``, agent ``role``, scenario ``task``) has a direct meaning here. ``domain`` is
-    the category; ``key`` the item's field path inside ``privacy_boundary``
-    (``hassan.must_not_cross[2]``); ``private_key`` is None (it names MAGPIE's two source
-    fields); every participant is an agent, items only on the holders.
+Where the rest lives
+    This module reads the files: it finds the data, walks the folders, enforces the limits and
+    raises every error (:class:`~bureau.errors.ScenarioError`, naming the file and the field),
+    and applies the mapping above. The data model it builds is in
+    :mod:`bureau.leakage.social_model`; the pairing of ``acceptable_abstractions`` keys with
+    ``must_not_cross`` sentences, the one judgement call of the mapping (its rule, why, and its
+    figures on the shared copy), in :mod:`bureau.leakage.social_pairing`; the conversion to the
+    lab's common shape (MAGPIE's scenario objects) in :mod:`bureau.leakage.social_lab`. Each part
+    is one concept that reads on its own; every public name of the three is re-exported here, so
+    ``bureau.leakage.agentsocialbench`` still offers the whole loader.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
-
-import pandas as pd
+from typing import Any, NamedTuple
 
 from bureau.errors import ScenarioError
-from bureau.leakage.magpie import (
-    LabelledItems,
-    MagpieAgent,
-    MagpieDataset,
-    MagpieItem,
-    MagpieScenario,
+from bureau.leakage.social_lab import to_lab_dataset, to_lab_scenarios
+from bureau.leakage.social_model import (
+    IN_SCOPE,
+    OUT_OF_SCOPE,
+    Category,
+    Label,
+    Match,
+    SocialAgent,
+    SocialDataset,
+    SocialItem,
+    SocialScenario,
+)
+from bureau.leakage.social_pairing import (
+    FUZZY_THRESHOLD,
+    Pairing,
+    PairingStats,
+    containment,
+    content_words,
+    normalise,
+    pair_abstractions,
+    pairing_stats,
 )
 from bureau.resources import external_dataset
 
-Label = Literal["shareable", "private"]
-Category = Literal["cross_domain", "mediated_comm", "cross_user"]
-Match = Literal["exact", "fuzzy"]
+__all__ = [
+    "ABSTRACTIONS", "ENV_VAR", "FUZZY_THRESHOLD", "GET_IT", "IN_SCOPE", "MAX_FILES",
+    "MAX_FILE_BYTES", "MINIMUM", "MUST_NOT_CROSS", "OUT_OF_SCOPE", "SCENARIOS_DIR", "Category",
+    "Label", "Match", "Pairing", "PairingStats", "SocialAgent", "SocialDataset", "SocialItem",
+    "SocialScenario", "containment", "content_words", "default_agentsocialbench_path", "fact_text",
+    "load_agentsocialbench", "normalise", "pair_abstractions", "pairing_stats", "to_lab_dataset",
+    "to_lab_scenarios",
+]
 
-IN_SCOPE: tuple[Category, ...] = ("cross_domain", "mediated_comm", "cross_user")
-OUT_OF_SCOPE = ("affinity_modulated", "competitive", "hub_and_spoke", "multi_party_group")
 ENV_VAR = "BUREAU_AGENTSOCIALBENCH"
 SCENARIOS_DIR = "scenarios"
 MAX_FILE_BYTES = 1 << 20
@@ -140,8 +111,6 @@ MAX_FILE_BYTES = 1 << 20
 room for richer files while a stray dump or a hostile file cannot exhaust memory."""
 MAX_FILES = 10_000
 """More JSON files than this under the given path is refused (the real dataset has 372)."""
-FUZZY_THRESHOLD = 0.25
-"""Minimum key containment for a fuzzy pair (see the module docstring for why)."""
 
 GET_IT = (
     "Get AgentSocialBench from https://github.com/kingofspace0wzz/agentsocialbench (folder "
@@ -154,135 +123,8 @@ ABSTRACTIONS = "acceptable_abstractions"
 MINIMUM = "minimum_info_needed"
 
 
-# --- the data model ------------------------------------------------------------------------------
+# --- the item text -------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class SocialItem:
-    """One sentence of a privacy boundary: the unit a memory store holds and a policy may leak.
-
-    ``field_path`` is the path inside the scenario file (``privacy_boundary.must_not_cross[2]``), so a
-    surprising figure can be traced to its source. ``match``/``score``/``abstraction_key`` say how
-    the abstraction was paired (None when it was not).
-    """
-
-    item_id: str
-    scenario_id: str
-    category: str
-    holder: str
-    person: str | None
-    field_path: str
-    label: Label
-    text: str
-    fact: str
-    abstraction: str | None = None
-    abstraction_key: str | None = None
-    match: Match | None = None
-    score: float | None = None
-
-
-@dataclass(frozen=True)
-class SocialAgent:
-    """A participant: a user's agent (``kind="agent"``) or a human on the other side.
-
-    ``name`` is the file's agent ``role`` (``finance_planning_agent``) or the human's name: unique
-    within a scenario, it is what items name as their ``holder``.
-    """
-
-    name: str
-    kind: Literal["agent", "human"]
-    domain: str
-    user: str
-    description: str
-    holder: bool
-
-
-@dataclass(frozen=True)
-class SocialScenario(LabelledItems):
-    """One scenario file. Every participant but an item's holder is a requester of that item."""
-
-    scenario_id: str
-    category: str
-    task: str
-    agents: tuple[SocialAgent, ...]
-    items: tuple[SocialItem, ...]
-    abstraction_keys: int
-    unused_abstraction_keys: tuple[str, ...]
-    file: Path | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class SocialDataset:
-    """In-scope scenarios sorted by id, every item flat, and the files skipped per category."""
-
-    scenarios: tuple[SocialScenario, ...]
-    items: tuple[SocialItem, ...]
-    skipped: Mapping[str, int] = field(default_factory=dict)
-    source: Path | None = field(default=None, compare=False)
-
-    def __len__(self) -> int:
-        return len(self.scenarios)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per item, columns in :class:`SocialItem` field order."""
-        columns = list(SocialItem.__dataclass_fields__)
-        return pd.DataFrame([asdict(i) for i in self.items], columns=columns)
-
-    def counts(self) -> dict[str, int]:
-        """Headline sizes, so a reader (or a test) can check a load at a glance."""
-        counts = {
-            "scenarios": len(self.scenarios),
-            "agents": sum(len(s.agents) for s in self.scenarios),
-            "private": sum(i.label == "private" for i in self.items),
-            "shareable": sum(i.label == "shareable" for i in self.items),
-            "safe_abstraction": sum(i.abstraction is not None for i in self.items),
-            "skipped": sum(self.skipped.values()),
-        }
-        for category in IN_SCOPE:
-            counts[category] = sum(s.category == category for s in self.scenarios)
-        return counts
-
-
-@dataclass(frozen=True)
-class PairingStats:
-    """How the abstraction keys of one category (or ``"all"``) paired with its private items."""
-
-    category: str
-    scenarios: int
-    private_items: int
-    exact: int
-    fuzzy: int
-    unpaired: int
-    abstraction_keys: int
-    unused_keys: int
-
-    @property
-    def paired(self) -> int:
-        return self.exact + self.fuzzy
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """One key paired with the sentence at ``index`` of its ``must_not_cross`` list."""
-
-    index: int
-    key: str
-    abstraction: str
-    match: Match
-    score: float
-
-
-# --- pairing -------------------------------------------------------------------------------------
-
-_STOP = frozenset(
-    """a an the and or of to in on for with at by from as is are was were be been being that this
-    these those it its his her hers their them they he she him we our you your i my me do does did
-    not don't no nor any all some such e g eg etc via per than beyond including include includes
-    related about into reveal revealing disclose disclosing share sharing mention mentioning exact
-    specific specifics detail details""".split()
-)
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 _LEAD = re.compile(
     r"^(?:(?:do not|don't|must not|should not|never|avoid)\s+)?"
     r"(?:reveal(?:ing)?|disclos(?:e|ing)|shar(?:e|ing)|mention(?:ing)?|provid(?:e|ing)"
@@ -291,97 +133,6 @@ _LEAD = re.compile(
 )
 """A leading prohibition ("Do not reveal that", "Reveal", "Sharing"). Bare "name"/"state" are
 left out: "Name of her partner" is a fact, not an instruction."""
-
-
-def normalise(text: str) -> str:
-    """Case-, quote- and whitespace-insensitive form used for exact pairing."""
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-    return " ".join(text.split()).rstrip(".").rstrip()
-
-
-def _stem(word: str) -> str:
-    if word.endswith("'s"):
-        word = word[:-2]
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def content_words(text: str) -> frozenset[str]:
-    """The words containment counts: lower case, stop words dropped, plurals folded."""
-    return frozenset(_stem(w) for w in _WORD.findall(normalise(text)) if w not in _STOP)
-
-
-def containment(key: str, sentence: str) -> float:
-    """Share of ``key``'s content words found in ``sentence`` (0 when the key has none)."""
-    words = content_words(key)
-    return len(words & content_words(sentence)) / len(words) if words else 0.0
-
-
-def pair_abstractions(
-    must_not_cross: Sequence[str],
-    abstractions: Mapping[str, str],
-    threshold: float = FUZZY_THRESHOLD,
-) -> tuple[list[Pairing | None], list[str]]:
-    """Pair keys with sentences (the rule in the module docstring), one to one.
-
-    Returns one entry per sentence (its :class:`Pairing` or None) and the keys left unused, in
-    their file order.
-    """
-    keys = list(abstractions)
-    out: list[Pairing | None] = [None] * len(must_not_cross)
-    used: set[int] = set()
-    by_text: dict[str, int] = {}
-    for i, sentence in enumerate(must_not_cross):
-        by_text.setdefault(normalise(sentence), i)
-    for k, key in enumerate(keys):
-        i = by_text.get(normalise(key))
-        if i is not None and out[i] is None:
-            out[i] = Pairing(i, key, abstractions[key], "exact", 1.0)
-            used.add(k)
-    candidates: list[tuple[float, float, int, int]] = []
-    for k, key in enumerate(keys):
-        if k in used:
-            continue
-        for i, sentence in enumerate(must_not_cross):
-            if out[i] is not None:
-                continue
-            score = containment(key, sentence)
-            if score >= threshold and score > 0:
-                ratio = difflib.SequenceMatcher(None, normalise(key), normalise(sentence)).ratio()
-                candidates.append((-score, -ratio, k, i))
-    for neg_score, _, k, i in sorted(candidates):
-        if k in used or out[i] is not None:
-            continue
-        out[i] = Pairing(i, keys[k], abstractions[keys[k]], "fuzzy", round(-neg_score, 4))
-        used.add(k)
-    return out, [key for k, key in enumerate(keys) if k not in used]
-
-
-def pairing_stats(dataset: SocialDataset) -> dict[str, PairingStats]:
-    """Pairing figures per in-scope category present, plus ``"all"`` (the report quotes these)."""
-    groups: dict[str, list[SocialScenario]] = {c: [] for c in IN_SCOPE}
-    for scenario in dataset.scenarios:
-        groups.setdefault(scenario.category, []).append(scenario)
-
-    def stats(name: str, scenarios: Sequence[SocialScenario]) -> PairingStats:
-        private = [i for s in scenarios for i in s.private]
-        return PairingStats(
-            category=name,
-            scenarios=len(scenarios),
-            private_items=len(private),
-            exact=sum(i.match == "exact" for i in private),
-            fuzzy=sum(i.match == "fuzzy" for i in private),
-            unpaired=sum(i.match is None for i in private),
-            abstraction_keys=sum(s.abstraction_keys for s in scenarios),
-            unused_keys=sum(len(s.unused_abstraction_keys) for s in scenarios),
-        )
-
-    out = {c: stats(c, group) for c, group in groups.items() if group}
-    out["all"] = stats("all", dataset.scenarios)
-    return out
 
 
 def fact_text(sentence: str) -> str:
@@ -799,62 +550,3 @@ def _check_unique(values: Iterable[tuple[str, Path | None]], what: str) -> None:
             where = f"{file} and {seen[value]}" if seen[value] != file else str(file)
             raise ScenarioError(f"{where}: duplicate {what} {value!r}.")
         seen[value] = file
-
-
-# --- the lab's common shape ----------------------------------------------------------------------
-
-
-def to_lab_scenarios(dataset: SocialDataset) -> list[MagpieScenario]:
-    """The scenarios as :class:`MagpieScenario` objects the leakage lab runs as it runs MAGPIE.
-
-    Every participant becomes a :class:`MagpieAgent` (role = its name with spaces, so its
-    ``role: task`` query reads "work coordination agent: <task>"); items go to their holder; the
-    item text is
-    :attr:`SocialItem.fact`; ``domain`` is the category.
-    """
-    out: list[MagpieScenario] = []
-    for scenario in dataset.scenarios:
-        agents = []
-        for agent in scenario.agents:
-            items = tuple(_lab_item(i) for i in scenario.items if i.holder == agent.name)
-            agents.append(
-                MagpieAgent(
-                    name=agent.name,
-                    role=agent.name.replace("_", " "),
-                    description=agent.description,
-                    items=items,
-                )
-            )
-        out.append(
-            MagpieScenario(
-                scenario_id=scenario.scenario_id,
-                domain=scenario.category,
-                task=scenario.task,
-                agents=tuple(agents),
-                items=tuple(i for a in agents for i in a.items),
-                description=f"AgentSocialBench {scenario.category}",
-            )
-        )
-    return out
-
-
-def to_lab_dataset(dataset: SocialDataset) -> MagpieDataset:
-    """:func:`to_lab_scenarios` wrapped as a :class:`MagpieDataset` (what the lab runner takes)."""
-    scenarios = tuple(to_lab_scenarios(dataset))
-    items = tuple(i for s in scenarios for i in s.items)
-    return MagpieDataset(scenarios=scenarios, items=items, source=dataset.source)
-
-
-def _lab_item(item: SocialItem) -> MagpieItem:
-    return MagpieItem(
-        item_id=item.item_id,
-        scenario_id=item.scenario_id,
-        domain=item.category,
-        agent=item.holder,
-        key=item.field_path.removeprefix("privacy_boundary."),
-        text=item.fact,
-        label=item.label,
-        private_key=None,
-        has_safe_abstraction=item.abstraction is not None,
-        abstraction=item.abstraction,
-    )

@@ -16,12 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bureau.errors import ScenarioError
-from bureau.leakage.agentsocialbench import (
-    SCENARIOS_DIR,
-    SocialDataset,
-    load_agentsocialbench,
-    to_lab_dataset,
-)
+from bureau.leakage.agentsocialbench import SCENARIOS_DIR, load_agentsocialbench
 from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import (
     TSV_NAME,
@@ -31,6 +26,8 @@ from bureau.leakage.magpie import (
     load_magpie,
     subset,
 )
+from bureau.leakage.social_lab import to_lab_dataset
+from bureau.leakage.social_model import SocialDataset
 from bureau.model import BOARD
 from bureau.scenario import Scenario, parse_scenario
 from bureau.text import MAX_CARD_CHARS, MAX_QUESTION_CHARS
@@ -234,7 +231,7 @@ def social_subset(dataset: SocialDataset, limit: int | None) -> SocialDataset:
 
 def to_lab_social(dataset: SocialDataset, source_scenarios: int | None = None) -> LabSet:
     """AgentSocialBench as a lab set: its scenarios through MAGPIE's shape
-    (:func:`~bureau.leakage.agentsocialbench.to_lab_dataset`), then :func:`to_lab_scenario`, so
+    (:func:`~bureau.leakage.social_lab.to_lab_dataset`), then :func:`to_lab_scenario`, so
     roles, seed keys and queries follow the same rules; ``counts`` are AgentSocialBench's own
     (:meth:`SocialDataset.counts`) and ``dataset`` the :class:`SocialDataset`."""
     shaped = to_lab_dataset(dataset)

@@ -15,6 +15,7 @@ import pandas as pd
 from bureau.errors import ScenarioError
 from bureau.leakage import plots
 from bureau.leakage.agentsocialbench import default_agentsocialbench_path
+from bureau.leakage.analysis import domain_table, relevance, summarize, summary_table
 from bureau.leakage.convert import (
     load_lab,
     query_text,
@@ -27,8 +28,8 @@ from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpi
 from bureau.leakage.mediated import mediated_summary
 from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
 from bureau.leakage.policies import SHARED_POOL
-from bureau.leakage.report import domain_table, relevance, summarize, summary_table
-from bureau.leakage.runner import LabResult, run_lab
+from bureau.leakage.result import LabResult
+from bureau.leakage.runner import run_lab
 from bureau.resources import shipped_path
 
 MINI = shipped_path("data", "magpie_mini")

@@ -54,13 +54,14 @@ import pandas as pd
 from bureau.embedding import given_vectors
 from bureau.leakage.labset import LabAgent, LabItem, LabScenario
 from bureau.leakage.policies import DEFAULT_THRESHOLD, MEDIATED, PROBE_LIMIT
+from bureau.leakage.result import DECISION_COLUMNS as DECISION_COLUMNS  # run_mediated's rows
 from bureau.mediation.abstraction import leaked_terms
 from bureau.mediation.mediator import PolicyMediator
 from bureau.mediation.policy import load_policy
 from bureau.resources import shipped_path
 
 if TYPE_CHECKING:
-    from bureau.leakage.runner import LabResult, Timings
+    from bureau.leakage.result import LabResult, Timings
 
 EVERY_CARD = -1.0
 """The threshold that makes every card of the top-k evidence: the lab builds each requester's
@@ -68,15 +69,6 @@ handle with it (``case.agent(role, threshold=EVERY_CARD)``)."""
 PURPOSE = "collaboration"
 """The declared purpose of every lab invocation (the lab policy does not match on it)."""
 RECIPIENT = "other-agent"
-DECISION_COLUMNS = (
-    "stage", "scenario_id", "requester", "owner", "card_id", "item_id", "item_owner",
-    "item_label", "has_abstraction", "score", "action", "reasons", "rule", "raw_private",
-    "abstraction_leaked_terms",
-)
-"""One row per mediator decision. ``stage``: ``ask`` (the requester's own query) or ``probe``
-(the exhaustive probe). ``raw_private``: the decision released another agent's private item
-raw. ``abstraction_leaked_terms``: for a released abstraction, the original's distinctive terms it
-repeats (``;``-joined, empty: none)."""
 
 
 def lab_policy_path() -> Any:

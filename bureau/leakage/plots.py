@@ -19,7 +19,7 @@ from bureau.leakage.policies import (
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from bureau.leakage.runner import LabResult
+    from bureau.leakage.result import LabResult
 
 COLORS = {
     "a_shared_pool_with_own": "#e59866",

@@ -1,89 +1,100 @@
-"""Turn lab runs (:class:`~bureau.leakage.runner.LabResult`, one per benchmark) into tables, a
-benchmark and report files.
+"""Turn lab runs (:class:`~bureau.leakage.result.LabResult`, one per benchmark) into a run's
+files: ``report.md`` (the template filled in, section by section) and every table beside it.
 
-:func:`analyse` computes every figure of one run once (:class:`Analysis`); :func:`write_outputs`
-writes ``summary.csv`` (one row per dataset x policy x k, :data:`SUMMARY_COLUMNS`),
-``summary.json`` (every figure, bootstrap intervals and probe counts), ``policies.csv``,
-``per_item.csv``, ``per_domain.csv``, ``per_scenario_auroc.csv``, ``pairs.csv.gz``,
-``retrievals.csv.gz``, ``probe.csv``, the plots and ``report.md`` into one directory.
+:func:`write_outputs` writes ``summary.csv`` (one row per dataset x policy x k,
+:data:`SUMMARY_COLUMNS`), ``summary.json`` (every figure, bootstrap intervals and probe counts),
+``policies.csv``, ``per_item.csv``, ``per_domain.csv``, ``per_scenario_auroc.csv``,
+``pairs.csv.gz``, ``retrievals.csv.gz``, ``probe.csv``, the plots and ``report.md`` into one
+directory.
 
 ``report.md`` is ``report_template.md`` (shipped beside this module) filled in by
 :func:`report_values`: the prose lives in the template and holds no figure, every number comes
 from the run (or, for the published ones, from :mod:`~bureau.leakage.paper`), so the report
 cannot go on stating the counts of a dataset it was not run on. The template has one section per
 benchmark and a benchmark (timing) section; a report holds the sections of the runs it was given.
+
+Where the rest lives, so each part stays one concept: the figures of a run in
+:mod:`bureau.leakage.analysis` (:func:`analyse`, :class:`Analysis` and its tables), the benchmark
+in :mod:`bureau.leakage.timing`, ``summary.json``'s dict in :mod:`bureau.leakage.summary`. This
+module keeps the wording: every value the template's sections name is formatted here, and only
+here (a test reads this module's literals for figures typed into text). Their public names are
+re-exported below, so ``bureau.leakage.report`` still offers the whole pipeline.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import platform
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from bureau.embedding import MAX_TOKENS
-from bureau.leakage.agentsocialbench import IN_SCOPE, SocialDataset, pairing_stats
-from bureau.leakage.convert import QUERY_TEMPLATE, QUERY_VARIANTS, slug
-from bureau.leakage.mediated import EVERY_CARD, leaked_abstractions, mediated_summary
-from bureau.leakage.metrics import (
-    bootstrap_auroc,
-    bootstrap_rates,
-    per_domain,
-    per_scenario_auroc,
-    pooled_auroc,
-    private_leak_rate_items,
-    private_leak_rate_pairs,
-    random_draw_probability,
-    random_expectations,
-    relevance_auroc,
-    resample_counts,
-    scenario_totals,
-    shareable_recall,
+from bureau.leakage.analysis import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CI_LEVEL,
+    HEADLINE_AUROC_QUERY,
+    K_SENSITIVITY,
+    RELEVANCE_ROWS,
+    SOCIAL_KS,
+    SUMMARY_COLUMNS,
+    Analysis,
+    analyse,
+    at_k,
+    benchmark_kind,
+    domain_table,
+    figures,
+    intervals,
+    item_table,
+    k_sensitivity,
+    own_slots,
+    per_scenario_table,
+    pool_ks,
+    probe_summary,
+    relevance,
+    summarize,
+    summary_table,
 )
+from bureau.leakage.convert import QUERY_TEMPLATE
+from bureau.leakage.mediated import EVERY_CARD, leaked_abstractions
 from bureau.leakage.paper import AGENTSOCIALBENCH_LEADERBOARD, PAPER
 from bureau.leakage.policies import (
     BUREAU_POLICIES,
     DEFAULT_THRESHOLD,
-    ENGINES,
-    MEDIATED,
-    POLICIES,
     POLICY_LABELS,
     PROBE_LIMIT,
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
-    SHARED_POOLS,
 )
-from bureau.leakage.runner import QUERY_SCORES, LabResult, leaked_contents
+from bureau.leakage.result import LabResult
+from bureau.leakage.social_model import IN_SCOPE
+from bureau.leakage.social_pairing import pairing_stats
+from bureau.leakage.summary import EMBEDDER, dataset_dict, summary_dict
+from bureau.leakage.timing import TARGET_RATIO, Benchmark, benchmark
 from bureau.text import MAX_QUESTION_CHARS
 
-EMBEDDER = "all-MiniLM-L6-v2 int8 ONNX (bureau.embedding.MiniLMEncoder)"
-TARGET_RATIO = 1.5
-"""Lab wall time / embedding-alone time the lab aims to stay under (README, Benchmarks)."""
-K_SENSITIVITY = (1, 3, 5, 10, 20)
-"""Depths at which the shared pools are re-read off each pair's pool rank (plus k and 2k)."""
-SOCIAL_KS = (3, 5, 10)
-"""The shared-pool depths the AgentSocialBench section tabulates."""
+__all__ = [
+    "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "CI_LEVEL", "EMBEDDER", "HEADLINE_AUROC_QUERY",
+    "K_HEADERS", "K_SENSITIVITY", "LEAST_LEAKY_DOMAINS", "MINI_MARKERS", "MOST_LEAKY_DOMAINS",
+    "PLOTS", "RELEVANCE_ROWS", "SECTION", "SECTIONS", "SOCIAL_KS", "SUMMARY_COLUMNS",
+    "TARGET_RATIO", "TEMPLATE_FILE", "Analysis", "Benchmark", "analyse", "at_k", "benchmark",
+    "benchmark_kind", "benchmark_values", "dataset_dict", "domain_table", "figures", "intervals",
+    "item_table", "k_sensitivity", "load_template", "mediated_values", "own_slots",
+    "per_scenario_table", "pool_ks", "probe_summary", "relevance", "render_report",
+    "report_values", "social_values", "summarize", "summary_dict", "summary_table",
+    "write_outputs",
+]
+
 MOST_LEAKY_DOMAINS, LEAST_LEAKY_DOMAINS = 8, 5
 """Rows of the report's per-domain table (the CSV has every domain)."""
 MINI_MARKERS = ("magpie_mini", "agentsocialbench_mini")
 """A source path holding one of these is a bundled synthetic set, which the report must not
 pass off as the benchmark."""
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 0
-CI_LEVEL = 0.95
-HEADLINE_AUROC_QUERY = "task"
-"""The relevance AUROC headline asks with the scenario task alone: the MaaS setting, where the
-request is the task and the memory decides what is relevant to it."""
 TEMPLATE_FILE = "report_template.md"
 SECTION = "<!-- section: {} -->\n"
 SECTIONS = ("magpie", "agentsocialbench", "mediated", "benchmark")
@@ -97,489 +108,9 @@ PLOTS = {
     "mediation": "mediation.png",
 }
 """Plot files per dataset, each prefixed with the dataset's slug (``magpie_roc_relevance.png``)."""
-SUMMARY_COLUMNS = (
-    "dataset", "policy", "k", "pair_leak", "item_leak", "shareable_recall", "random_pair_leak",
-    "random_item_leak", "random_shareable_recall", "auroc",
-)
-RELEVANCE_ROWS = {name: f"relevance_{name}_query" for name in QUERY_VARIANTS}
-"""summary.csv's AUROC rows, one per query variant (the AUROC needs no policy and no k)."""
-
-
-def _rate(num: int, den: int) -> float:
-    return num / den if den else float("nan")
-
-
-def benchmark_kind(result: LabResult) -> str:
-    """``agentsocialbench`` or ``magpie``: which template section describes the run."""
-    return "agentsocialbench" if isinstance(result.lab.dataset, SocialDataset) else "magpie"
-
-
-# --- figures of one run ----------------------------------------------------------------------
-
-
-def at_k(result: LabResult, policy: str, k: int | None = None) -> pd.DataFrame:
-    """The exposure table of ``policy`` at depth ``k`` (default: the run's), with ``p_random``.
-
-    The shared pools are re-read off each pair's pool rank, so any k is exact; the bureau
-    policies were asked at the run's k only. ``p_random`` is the chance a uniform draw of the
-    same budget from the same pool returns the pair's item (:func:`random_draw_probability`).
-    """
-    k = result.k if k is None else k
-    df = result.policy(policy)
-    if policy in SHARED_POOLS:
-        df = df.assign(retrieved=df["pool_rank"] <= k)
-    elif k != result.k:
-        raise ValueError(f"{policy} was run at k = {result.k} only")
-    return df.assign(p_random=random_draw_probability(df["pool_size"], k))
-
-
-def figures(df: pd.DataFrame) -> dict[str, float]:
-    """Pair leak, item leak, shareable recall and their random expectations of one table."""
-    rnd = random_expectations(df)
-    return {
-        "pair_leak": private_leak_rate_pairs(df),
-        "item_leak": private_leak_rate_items(df),
-        "shareable_recall": shareable_recall(df),
-        "random_pair_leak": rnd["pair_leak"],
-        "random_item_leak": rnd["item_leak"],
-        "random_shareable_recall": rnd["shareable_recall"],
-    }
-
-
-def pool_ks(k: int) -> list[int]:
-    """Depths at which the shared pools are reported: :data:`K_SENSITIVITY`, k and 2k."""
-    return sorted({*K_SENSITIVITY, *SOCIAL_KS, k, 2 * k})
-
-
-def summarize(result: LabResult, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
-    """One row per policy at the run's k: leak rates, recall, their random expectations,
-    abstractions delivered.
-
-    ``*_at_threshold`` columns apply the stricter reading "top-k *and* cosine >= threshold" (the
-    Bureau's evidence responder only uses such cards).
-    """
-    rows = []
-    hint_items = {i.item_id for i in result.lab.items if i.abstraction and i.label == "private"}
-    for policy in POLICIES:
-        df = at_k(result, policy)
-        others = df[df["requester"] != df["owner"]]
-        private = others[others["label"] == "private"]
-        shareable = others[others["label"] == "shareable"]
-        strict = others.assign(retrieved=others["retrieved"] & (others["score"] >= threshold))
-        hint = private[private["item_id"].isin(hint_items)]
-        leaked_items = private.groupby(["scenario_id", "item_id"])["retrieved"].any()
-        fig = figures(df)
-        rows.append(
-            {
-                "policy": policy,
-                "label": POLICY_LABELS[policy],
-                "description": POLICIES[policy],
-                "engine": ENGINES[policy],
-                "k": result.k,
-                "private_pairs": len(private),
-                "leaked_pairs": int(private["retrieved"].sum()),
-                "private_leak_rate_pairs": fig["pair_leak"],
-                "private_items": len(leaked_items),
-                "leaked_items": int(leaked_items.sum()),
-                "private_leak_rate_items": fig["item_leak"],
-                "shareable_pairs": len(shareable),
-                "retrieved_shareable_pairs": int(shareable["retrieved"].sum()),
-                "shareable_recall": fig["shareable_recall"],
-                "random_pair_leak": fig["random_pair_leak"],
-                "random_item_leak": fig["random_item_leak"],
-                "random_shareable_recall": fig["random_shareable_recall"],
-                "hint_pairs": len(hint),
-                "abstraction_pairs_delivered": int(hint["abstraction_retrieved"].sum()),
-                "abstraction_recall": _rate(int(hint["abstraction_retrieved"].sum()), len(hint)),
-                "content_leaks": len(leaked_contents(result, policy)),
-                "threshold": threshold,
-                "private_leak_rate_pairs_at_threshold": private_leak_rate_pairs(strict),
-                "shareable_recall_at_threshold": shareable_recall(strict),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def relevance(result: LabResult, query: str = HEADLINE_AUROC_QUERY) -> dict[str, Any]:
-    """Relevance AUROC of the raw cosine over every (requester, other agent's item) pair, with
-    ``query`` (a :data:`~bureau.leakage.convert.QUERY_VARIANTS` name) as the question; pooled,
-    per scenario, and the pooled AUROC of every other query variant (``by_query``)."""
-    pairs = result.policy(SHARED_POOL)
-    column = QUERY_SCORES[query]
-    scored = pairs.assign(score=pairs[column])
-    per = per_scenario_auroc(scored)
-    raw = pairs[pairs["requester"] != pairs["owner"]]  # every variant's own column, untouched
-    others = scored[scored["requester"] != scored["owner"]]
-    return {
-        "query": query,
-        "pooled": pooled_auroc(scored),
-        "by_query": {name: relevance_auroc(raw[col], raw["label"])
-                     for name, col in QUERY_SCORES.items()},
-        "per_scenario_mean": per.mean,
-        "per_scenario_median": float(per.table["auroc"].median()) if len(per.table) else math.nan,
-        "scenarios_scored": len(per.table),
-        "scenarios_skipped": list(per.skipped),
-        "pairs": len(others),
-        "shareable_pairs": int((others["label"] == "shareable").sum()),
-        "private_pairs": int((others["label"] == "private").sum()),
-        "mean_cosine_shareable": float(others.loc[others["label"] == "shareable", "score"].mean()),
-        "mean_cosine_private": float(others.loc[others["label"] == "private", "score"].mean()),
-    }
-
-
-def k_sensitivity(result: LabResult, ks: Sequence[int] | None = None) -> pd.DataFrame:
-    """Both shared pools at other k, read off each pair's rank in the pool, with the random
-    expectation of each figure."""
-    rows = []
-    for policy in SHARED_POOLS:
-        for k in ks or pool_ks(result.k):
-            rows.append({"policy": policy, "k": k, **figures(at_k(result, policy, k))})
-    return pd.DataFrame(rows)
-
-
-def summary_table(result: LabResult) -> pd.DataFrame:
-    """summary.csv's rows for one run (:data:`SUMMARY_COLUMNS`): the shared pools at every
-    depth of :func:`pool_ks`, the bureau policies at the run's k (per scope), and one AUROC row
-    per query variant."""
-    name = result.lab.name
-    rows = [{"dataset": name, **r} for r in k_sensitivity(result).to_dict(orient="records")]
-    for policy in BUREAU_POLICIES:
-        rows.append({"dataset": name, "policy": policy, "k": result.k,
-                     **figures(at_k(result, policy))})
-    med = mediated_summary(result, DEFAULT_THRESHOLD)
-    rows.append({"dataset": name, "policy": MEDIATED, "k": result.k, "pair_leak": med["pair_leak"],
-                 "item_leak": med["item_leak"], "shareable_recall": med["min_info_recall"]})
-    rel = relevance(result)
-    for query, auc in rel["by_query"].items():
-        rows.append({"dataset": name, "policy": RELEVANCE_ROWS[query], "auroc": auc})
-    out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    out["k"] = out["k"].astype("Int64")
-    return out
-
-
-def intervals(
-    result: LabResult, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> dict[str, Any]:
-    """Bootstrap percentile intervals (:data:`CI_LEVEL`) over scenarios for the headline
-    figures: the shared pools at k and 2k, the bureau policies at k, the task-query AUROC."""
-    scenarios = sorted({s.scenario_id for s in result.lab.scenarios})
-    counts = resample_counts(len(scenarios), resamples, seed)
-    out: dict[str, Any] = {"level": CI_LEVEL, "resamples": resamples, "seed": seed,
-                           "unit": "scenario"}
-    cells = [(p, result.k) for p in POLICIES] + [(p, 2 * result.k) for p in SHARED_POOLS]
-    for policy, k in cells:
-        totals = scenario_totals(at_k(result, policy, k)).reindex(scenarios, fill_value=0.0)
-        out[f"{policy}@{k}"] = bootstrap_rates(totals, counts, CI_LEVEL)
-    pairs = result.policy(SHARED_POOL)
-    column = QUERY_SCORES[HEADLINE_AUROC_QUERY]
-    out["auroc_task_query"] = bootstrap_auroc(pairs.assign(score=pairs[column]), counts,
-                                              scenarios, level=CI_LEVEL)
-    return out
-
-
-def probe_summary(result: LabResult) -> dict[str, Any]:
-    """The exhaustive boundary probe in figures (hits must be 0)."""
-    probe = result.probe
-    return {
-        "state": "d_bureau_abstractions (final)",
-        "limit_per_scope": PROBE_LIMIT,
-        "requesters": len(probe),
-        "probes": int(probe["probes"].sum()),
-        "hits": int(probe["hits"].sum()),
-        "cards_returned": int(probe["cards_returned"].sum()),
-        "max_scope_cards": int(probe["max_scope_cards"].max()) if len(probe) else 0,
-        "every_probe_searched_every_readable_scope": bool(probe["scopes_as_listed"].all()),
-    }
-
-
-def own_slots(result: LabResult) -> dict[str, float]:
-    """How much of the with-own pool's top-k the requester's own items take, against their
-    share of the pool: why that variant understates every figure."""
-    got = result.retrievals[result.retrievals["policy"] == SHARED_POOL_WITH_OWN]
-    own = float((got["item_owner"] == got["requester"]).mean()) if len(got) else math.nan
-    sizes = {(s.scenario_id, a.name): (sum(i.owner == a.name for i in s.items), len(s.items))
-             for s in result.lab.scenarios for a in s.agents}
-    held = sum(n for n, _ in sizes.values())
-    pool = sum(n for _, n in sizes.values())
-    return {"own_share_of_top_k": own, "own_share_of_pool": _rate(held, pool)}
-
-
-def per_scenario_table(result: LabResult) -> pd.DataFrame:
-    pairs = result.policy(SHARED_POOL)
-    return per_scenario_auroc(pairs.assign(score=pairs[QUERY_SCORES[HEADLINE_AUROC_QUERY]])).table
-
-
-def domain_table(result: LabResult) -> pd.DataFrame:
-    """Per-domain leak rates and recall of every policy, long format (``policy`` column), with
-    the random expectation of the pair leak."""
-    frames = []
-    for policy in POLICIES:
-        df = at_k(result, policy)
-        frame = per_domain(df).reset_index()
-        others = df[(df["requester"] != df["owner"]) & (df["label"] == "private")]
-        rnd = others.groupby("domain")["p_random"].mean().rename("random_leak_rate_pairs")
-        frame = frame.merge(rnd, left_on="domain", right_index=True, how="left")
-        frames.append(frame.assign(policy=policy))
-    out = pd.concat(frames, ignore_index=True)
-    per = per_scenario_table(result).groupby("domain")["auroc"].mean().rename("auroc_a_mean")
-    out = out.merge(per, left_on="domain", right_index=True, how="left")
-    return out[["policy", "domain", *[c for c in out.columns if c not in ("policy", "domain")]]]
-
-
-def item_table(result: LabResult) -> pd.DataFrame:
-    """One row per (policy, item): how many other agents received it (or its abstraction)."""
-    pairs = result.pairs[result.pairs["requester"] != result.pairs["owner"]]
-    grouped = pairs.groupby(["policy", "scenario_id", "domain", "item_id", "owner", "label"])
-    out = grouped.agg(
-        other_agents=("requester", "size"),
-        retrieved_by=("retrieved", "sum"),
-        abstraction_delivered_to=("abstraction_retrieved", "sum"),
-        mean_score=("score", "mean"),
-        max_score=("score", "max"),
-        best_rank=("rank", "min"),
-    ).reset_index()
-    out["leaked"] = (out["label"] == "private") & (out["retrieved_by"] > 0)
-    hints = {i.item_id: i.abstraction for i in result.lab.items if i.abstraction}
-    out["has_safe_abstraction"] = out["item_id"].isin(hints)
-    out["policy"] = pd.Categorical(out["policy"], categories=list(POLICIES), ordered=True)
-    out = out.sort_values(["policy", "scenario_id", "item_id"]).reset_index(drop=True)
-    out["policy"] = out["policy"].astype(str)
-    return out
-
-
-@dataclass
-class Analysis:
-    """Every figure of one run, computed once: the files, the report and the command read it."""
-
-    result: LabResult
-    threshold: float = DEFAULT_THRESHOLD
-    policies: pd.DataFrame = field(init=False)
-    table: pd.DataFrame = field(init=False)
-    relevance: dict[str, Any] = field(init=False)
-    intervals: dict[str, Any] = field(init=False)
-    probe: dict[str, Any] = field(init=False)
-    domains: pd.DataFrame = field(init=False)
-    mediated: dict[str, Any] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.policies = summarize(self.result, self.threshold)
-        self.table = summary_table(self.result)
-        self.relevance = relevance(self.result)
-        self.intervals = intervals(self.result)
-        self.probe = probe_summary(self.result)
-        self.domains = domain_table(self.result)
-        self.mediated = mediated_summary(self.result, self.threshold)
-
-    @property
-    def name(self) -> str:
-        return self.result.lab.name
-
-    @property
-    def kind(self) -> str:
-        return benchmark_kind(self.result)
-
-    @property
-    def slug(self) -> str:
-        return slug(self.name, "dataset")
-
-    def cell(self, policy: str, k: int | None = None) -> dict[str, Any]:
-        """The summary.csv row of ``policy`` at ``k`` (default: the run's)."""
-        k = self.result.k if k is None else k
-        rows = self.table[(self.table["policy"] == policy) & (self.table["k"] == k)]
-        return rows.iloc[0].to_dict()
-
-    def ci(self, policy: str, figure: str, k: int | None = None) -> tuple[float, float]:
-        k = self.result.k if k is None else k
-        return tuple(self.intervals[f"{policy}@{k}"][figure])  # type: ignore[return-value]
-
-
-def analyse(result: LabResult, threshold: float = DEFAULT_THRESHOLD) -> Analysis:
-    return Analysis(result, threshold)
-
-
-# --- benchmark -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """Wall time of the lab against the time the same distinct texts take to embed alone."""
-
-    lab_seconds: float
-    distinct_texts: int
-    texts_embedded: int
-    tokens_embedded: int
-    encoder_seconds: float
-    embed_alone_seconds: float
-    embed_alone_tokens: int
-    per_dataset: dict[str, float] = field(default_factory=dict)
-    """Lab seconds of each dataset's run (their sum is ``lab_seconds``)."""
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.tokens_embedded / self.encoder_seconds if self.encoder_seconds else math.nan
-
-    @property
-    def embed_alone_tokens_per_second(self) -> float:
-        s = self.embed_alone_seconds
-        return self.embed_alone_tokens / s if s else math.nan
-
-    @property
-    def ratio(self) -> float:
-        """Lab wall time / embedding-alone time (target: <= 1.5)."""
-        return self.lab_seconds / self.embed_alone_seconds if self.embed_alone_seconds else math.nan
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "lab_seconds": self.lab_seconds,
-            "distinct_texts": self.distinct_texts,
-            "texts_embedded": self.texts_embedded,
-            "tokens_embedded": self.tokens_embedded,
-            "encoder_seconds": self.encoder_seconds,
-            "tokens_per_second": self.tokens_per_second,
-            "texts_per_second": self.texts_embedded / self.lab_seconds if self.lab_seconds else 0,
-            "embed_alone_seconds": self.embed_alone_seconds,
-            "embed_alone_tokens": self.embed_alone_tokens,
-            "embed_alone_tokens_per_second": self.embed_alone_tokens_per_second,
-            "ratio_lab_to_embedding": self.ratio,
-            "target_ratio": TARGET_RATIO,
-            "lab_seconds_per_dataset": self.per_dataset,
-        }
-
-    def lines(self) -> list[str]:
-        parts = ", ".join(f"{name} {sec:.1f} s" for name, sec in self.per_dataset.items())
-        return [
-            f"lab wall time          {self.lab_seconds:8.1f} s  ({parts})",
-            f"texts embedded         {self.texts_embedded:8,d}  (distinct texts in the lab: "
-            f"{self.distinct_texts:,})",
-            f"tokens embedded        {self.tokens_embedded:8,d}  "
-            f"({self.tokens_per_second:,.0f} tokens/s inside the lab)",
-            f"embedding alone        {self.embed_alone_seconds:8.1f} s  (same {self.distinct_texts:,} "
-            f"texts, fresh encoder, no cache: {self.embed_alone_tokens_per_second:,.0f} tokens/s)",
-            f"lab / embedding alone  {self.ratio:8.2f} x  (target <= {TARGET_RATIO} x)",
-        ]
-
-
-def benchmark(results: LabResult | Sequence[LabResult], encoder: Any | None = None) -> Benchmark:
-    """Embed the runs' distinct texts once more with a fresh, cache-less MiniLM and time it.
-
-    With several runs (both benchmarks) the lab time is their sum and the texts their union:
-    the target compares the whole lab with embedding everything it embeds, once.
-    """
-    runs = [results] if isinstance(results, LabResult) else list(results)
-    if encoder is None:
-        from bureau.embedding import MiniLMEncoder
-
-        encoder = MiniLMEncoder(cache_size=0)
-    texts = list(dict.fromkeys(x for r in runs for x in r.texts))
-    t0 = time.perf_counter()
-    encoder.embed(texts)
-    seconds = time.perf_counter() - t0
-    return Benchmark(
-        lab_seconds=sum(r.timings.total for r in runs),
-        distinct_texts=len(texts),
-        texts_embedded=sum(r.timings.texts_embedded for r in runs),
-        tokens_embedded=sum(r.timings.tokens_embedded for r in runs),
-        encoder_seconds=sum(r.timings.encoder_seconds for r in runs),
-        embed_alone_seconds=seconds,
-        embed_alone_tokens=int(getattr(encoder, "tokens_embedded", 0)),
-        per_dataset={r.lab.name: r.timings.total for r in runs},
-    )
 
 
 # --- files ---------------------------------------------------------------------------------------
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN -> None, numpy scalars -> Python, tuples -> lists."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is pd.NA:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def dataset_dict(a: Analysis) -> dict[str, Any]:
-    """Every figure of one run, as summary.json holds it under the dataset's name."""
-    result = a.result
-    counts = dict(result.lab.counts)
-    out: dict[str, Any] = {
-        "dataset": {
-            "name": a.name,
-            "benchmark": a.kind,
-            "source": str(result.lab.source) if result.lab.source else None,
-            **counts,
-            "requesters": counts["agents"],
-        },
-        "setup": {
-            "k": result.k,
-            "k_meaning": "shared pools: top-k in all; bureau policies: top-k per scope "
-                         "(own space + board)",
-            "query_asked": QUERY_TEMPLATE,
-            "query_variants": QUERY_VARIANTS,
-            "auroc_headline_query": HEADLINE_AUROC_QUERY,
-            "question_limit_chars": MAX_QUESTION_CHARS,
-            "queries_cut": sum(ag.query_cut for s in result.lab.scenarios for ag in s.agents),
-            "queries_over_model_tokens": sum(n > MAX_TOKENS for n in result.query_tokens.values()),
-            "queries_cut_below_model_tokens": sum(
-                ag.query_cut and result.query_tokens.get((s.scenario_id, ag.name), MAX_TOKENS)
-                < MAX_TOKENS for s in result.lab.scenarios for ag in s.agents),
-            "model_max_tokens": MAX_TOKENS,
-            "retrieved": "top-k per scope; no relevance threshold (see *_at_threshold)",
-            "random_baseline": "each pool item drawn with probability min(k, N)/N; item leak "
-                               "assumes independent requesters",
-            "threshold": a.threshold,
-            "embedder": EMBEDDER,
-            "engine_check": result.engine_check,
-            "cases": len(result.case_ids),
-        },
-        "policies": {
-            row["policy"]: {k: v for k, v in row.items() if k != "policy"}
-            for row in a.policies.to_dict(orient="records")
-        },
-        "summary": a.table.astype(object).where(a.table.notna(), None).to_dict(orient="records"),
-        "relevance_auroc": a.relevance,
-        "intervals": a.intervals,
-        "probe": a.probe,
-        "mediated": a.mediated,
-        "own_items_in_with_own_pool": own_slots(result),
-        "timings": result.timings.as_dict(),
-    }
-    if a.kind == "agentsocialbench":
-        out["pairing"] = {k: {**vars(v), "paired": v.paired}
-                          for k, v in pairing_stats(result.lab.dataset).items()}
-        out["published"] = AGENTSOCIALBENCH_LEADERBOARD
-    else:
-        out["published"] = PAPER
-    return out
-
-
-def summary_dict(
-    analyses: Sequence[Analysis],
-    bench: Benchmark | None = None,
-    meta: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "datasets": {a.name: dataset_dict(a) for a in analyses},
-        "paper": PAPER,
-        "agentsocialbench_leaderboard": AGENTSOCIALBENCH_LEADERBOARD,
-        "environment": {
-            "python": platform.python_version(),
-            "machine": platform.machine(),
-            "cpus": os.cpu_count(),
-            "load_average_1_5_15_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        },
-    }
-    if bench is not None:
-        out["benchmark"] = bench.as_dict()
-    if meta:
-        out["run"] = meta
-    return _clean(out)
 
 
 def write_outputs(
@@ -644,6 +175,9 @@ def write_outputs(
             paths[f"{a.slug}_{name}"] = path
     paths["report"].write_text(render_report(analyses, info))
     return paths
+
+
+# --- report.md: the values of each template section ----------------------------------------------
 
 
 def _pct(x: float | None) -> str:

@@ -6,7 +6,9 @@ every item was seeded, asks every requester's query in state b, publishes the sh
 (c), publishes the safe abstractions (d), records what came back (policy definitions:
 :mod:`bureau.leakage.policies`), and finally probes the boundary exhaustively (below).
 It reads no benchmark format: it takes a :class:`~bureau.leakage.labset.LabSet` (a
-``MagpieDataset`` is converted with :func:`bureau.leakage.convert.to_lab` on the way in).
+``MagpieDataset`` is converted with :func:`bureau.leakage.convert.to_lab` on the way in), and
+returns a :class:`~bureau.leakage.result.LabResult` (defined in :mod:`bureau.leakage.result`,
+which policy e's module can import without importing this one).
 
 A card a requester receives is mapped back to its item by card id (its own space) or by
 ``source_id`` (a board copy). Item ``i`` counts as *retrieved* for requester ``r`` when one of
@@ -41,7 +43,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,7 +52,7 @@ from bureau.embedding import given_vectors
 from bureau.leakage.convert import to_lab
 from bureau.leakage.labset import LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieDataset
-from bureau.leakage.mediated import DECISION_COLUMNS, audit_entries, lab_mediator, run_mediated
+from bureau.leakage.mediated import audit_entries, lab_mediator, run_mediated
 from bureau.leakage.metrics import exposure_frame
 from bureau.leakage.policies import (
     DEFAULT_K,
@@ -60,6 +61,7 @@ from bureau.leakage.policies import (
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
+from bureau.leakage.result import DECISION_COLUMNS, PROBE_COLUMNS, LabResult, Timings
 from bureau.model import BOARD, MemoryCard
 from bureau.settings import LIMIT_RANGE, check_limit
 
@@ -73,14 +75,6 @@ RETRIEVAL_COLUMNS = (
 REQUEST_COLUMNS = (
     "policy", "scenario_id", "requester", "role", "request_id", "scopes", "returned",
 )
-PROBE_COLUMNS = (
-    "scenario_id", "requester", "role", "scopes", "probes", "hits", "cards_returned",
-    "max_scope_cards", "scopes_as_listed",
-)
-"""One row per requester of the exhaustive probe: ``probes`` questions asked (one per other
-agent's private item), ``hits`` returned cards that are another agent's private item,
-``max_scope_cards`` the most cards one scope returned (below PROBE_LIMIT: nothing was cut off),
-``scopes_as_listed`` every probe searched exactly ``Case.scopes_for(role)``."""
 SCORE_COLUMNS = (
     "scenario_id", "requester", "item_id", "score", "score_task", "score_role_task",
     "pool_rank_with_own", "pool_rank_others", "pool_size_with_own", "pool_size_others",
@@ -91,85 +85,6 @@ MAX_K = LIMIT_RANGE[1]
 """Top-k is a retrieval depth, not a dump: above this a run measures nothing a user would see."""
 PIPELINE_CHUNK_CAP = 8
 """Scenarios per embedding group once the pipeline is running (groups start at 1 and double)."""
-
-
-# --- results -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Timings:
-    """Where the lab's wall time went (seconds) and what the encoder did during it."""
-
-    total: float = 0.0
-    embed_wait: float = 0.0
-    shared_pool: float = 0.0
-    seed: float = 0.0
-    publish: float = 0.0
-    abstractions: float = 0.0
-    retrieve: float = 0.0
-    frames: float = 0.0
-    probe: float = 0.0
-    mediated: float = 0.0
-    mediated_probe: float = 0.0
-    distinct_texts: int = 0
-    texts_embedded: int = 0
-    tokens_embedded: int = 0
-    encoder_seconds: float = 0.0
-    cards_written: int = 0
-    searches: int = 0
-    probes: int = 0
-    mediated_requests: int = 0
-    mediated_probes: int = 0
-
-    def as_dict(self) -> dict[str, float | int]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class LabResult:
-    """Everything one run measured.
-
-    ``lab``: the converted scenarios the run used (counts, items, queries).
-    ``pairs``: the exposure table (:mod:`bureau.leakage.metrics` schema) of every policy, plus
-    ``policy``, ``rank`` (1-based rank in the scope that returned the item, NaN if not returned),
-    ``abstraction_retrieved`` (policy d: the item's safe abstraction reached the requester) and
-    ``pool_rank`` (the pair's rank in the requester's shared pool, own items included: policy a
-    at any k is ``pool_rank <= k``).
-    ``retrievals``: every card every query returned (:data:`RETRIEVAL_COLUMNS`).
-    ``requests``: one row per ``Case.retrieve`` call of policies b-d (:data:`REQUEST_COLUMNS`).
-    ``queries``: (scenario id, agent name) -> the query asked.
-    ``probe``: the exhaustive boundary probe of the final state (:data:`PROBE_COLUMNS`).
-    """
-
-    lab: LabSet
-    k: int
-    pairs: pd.DataFrame
-    retrievals: pd.DataFrame
-    requests: pd.DataFrame
-    queries: dict[tuple[str, str], str]
-    texts: list[str]
-    timings: Timings
-    engine_check: dict[str, float | int] = field(default_factory=dict)
-    case_ids: dict[str, str] = field(default_factory=dict)
-    query_tokens: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(scenario id, agent name) -> tokens of the asked query before MiniLM's truncation (empty
-    when the encoder has no tokenizer): the report says how many exceed what the model reads."""
-    probe: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PROBE_COLUMNS)))
-    """The exhaustive boundary probe, one row per requester (:data:`PROBE_COLUMNS`)."""
-    mediated: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame(columns=list(DECISION_COLUMNS)))
-    """Policy e: one row per mediator decision (:data:`~bureau.leakage.mediated.DECISION_COLUMNS`)."""
-    audit_entries: int = 0
-    """Decision entries the cases' audit ledgers hold after policy e (read back per case)."""
-
-    @property
-    def dataset(self) -> Any:
-        """The benchmark's own object the lab set was converted from (a ``MagpieDataset``)."""
-        return self.lab.dataset
-
-    def policy(self, name: str) -> pd.DataFrame:
-        """The exposure table of one policy (metrics functions take it as is)."""
-        return self.pairs[self.pairs["policy"] == name].drop(columns="policy")
 
 
 # --- the run -------------------------------------------------------------------------------------
