@@ -127,10 +127,14 @@ def check_threshold(
 ) -> float:
     """A per-request relevance threshold: a finite cosine from -1 to 1 (-1: every card of the
     top-k counts as evidence)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
-            float(value)) or not -1.0 <= float(value) <= 1.0:
+    try:
+        number = float(value) if not isinstance(value, bool) and isinstance(
+            value, numbers.Real) else math.nan
+    except (OverflowError, ValueError):  # an int of 400 digits does not fit a float
+        number = math.nan
+    if not math.isfinite(number) or not -1.0 <= number <= 1.0:
         raise error(f"{label} must be a number from -1 to 1, not {short_repr(value)}.")
-    return float(value)
+    return number
 
 
 def _flag(value: object, label: str) -> bool:

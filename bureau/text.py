@@ -76,6 +76,22 @@ def clean_case_id(case_id: object) -> str:
     return case_id
 
 
+MAX_WHOLE = 2**63 - 1
+"""The largest whole number any argument may be (a SQLite integer): cursors, versions, ids."""
+_CARD_ID = re.compile(r"[0-9]{1,40}")
+
+
+def card_id_text(value: object) -> str | None:
+    """A card id as the store spells it (digits), or ``None`` for anything no card can have:
+    callers then give the same refusal as for a card that does not exist. Checked before any
+    ``str()``, which a 5,000-digit int would turn into a raw ``ValueError``."""
+    if type(value) is int and 0 <= value <= MAX_WHOLE:
+        return str(value)
+    if type(value) is str and _CARD_ID.fullmatch(value):
+        return value
+    return None
+
+
 def short_repr(value: object, limit: int = 60) -> str:
     """``repr`` cut to ``limit`` characters: error messages must stay small whatever came in."""
     try:

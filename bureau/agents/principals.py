@@ -62,6 +62,8 @@ class Principals:
     def get(self, name: object, *, kind: str | None = None) -> Principal:
         """The principal called exactly ``name`` (of ``kind``, if given), else a refusal that
         lists the names one may use."""
+        if kind not in (None, ROLE, EXTERNAL, OPERATOR):
+            raise UnknownPrincipalError(f"There is no kind of principal {short_repr(kind)}.")
         principal = self._all.get(name) if type(name) is str else None
         if principal is None or (kind is not None and principal.kind != kind):
             wanted = self.names(kind)

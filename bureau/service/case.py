@@ -23,7 +23,8 @@ from ..mediation import DecidingMediator
 from ..mediation.grants import Grant
 from ..model import BOARD, Answer, CaseSpace, Event, MemoryCard, RetrievalTrace
 from ..scenario import Scenario
-from ..text import short_repr
+from ..settings import check_threshold
+from ..text import MAX_WHOLE, short_repr
 from .agent import Agent, Requester
 from .rooms import CaseContext, Disclosure, Publishing, Reading, Runs, TaskScopes
 from .rooms.writing import Writing
@@ -114,6 +115,7 @@ class Case:
         the mediator every card of the top-k (the leakage lab's headline reading).
         """
         principal = self.disclosure.principal(self._ctx.role(role), kind=ROLE)
+        threshold = None if threshold is None else check_threshold(threshold)
         return Agent(principal, self.id, reading=self.reading, writing=self.writing,
                      disclosure=self.disclosure, publishing=self.publishing, runs=self.runs,
                      task_scopes=self.task_scopes, threshold=threshold)
@@ -173,6 +175,8 @@ class Case:
         The case moves to a fresh namespace first, so a holder still writing to the old one
         (another process that missed the reset) cannot bring cards back.
         """
+        if type(reseed) is not bool:
+            raise InvalidArgumentError(f"reseed must be True or False, not {short_repr(reseed)}.")
         old = self.bureau.ledger.cases.bump_epoch(self.id, self.token)
         deleted = self.bureau.gateway.purge_space(old.space.store_id)
         self._ctx.emit("case.reset", {"deleted": deleted})
@@ -248,7 +252,7 @@ class Case:
     # -- outward views (anyone: ids, counts and timings, never text) ---------------------------
     def events(self, since: int = 0) -> list[Event]:
         """Outward events: ids, counts and timings, never card bodies, questions or answers."""
-        if type(since) is not int or since < 0:
+        if type(since) is not int or not 0 <= since <= MAX_WHOLE:
             raise InvalidArgumentError(f"since must be a whole number ≥ 0, not {short_repr(since)}.")
         self._ctx.space()
         return self.bureau.ledger.event_log.read(self.id, since)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..text import short_repr
+from ..text import MAX_WHOLE, short_repr
 
 KINDS = ("scope.created", "scope.invited", "scope.accepted", "scope.declined", "scope.removed",
          "scope.transferred", "scope.archived", "scope.deleted", "scope.write",
@@ -37,7 +37,7 @@ def check_details(kind: str, details: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_cursor(cursor: object) -> int:
-    if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
+    if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= MAX_WHOLE:
         raise InvalidArgumentError(f"cursor must be a whole number ≥ 0 (a next_cursor), not "
                                    f"{short_repr(cursor)}.")
     return cursor

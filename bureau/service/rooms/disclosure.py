@@ -16,6 +16,7 @@ and every consult reads them.
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ...agents import Principal, Principals
-from ...errors import BureauError, InvalidArgumentError, UnknownCardError
+from ...errors import BureauError, InvalidArgumentError, UnknownCardError, UnknownGrantError
 from ...mediation import DecidingMediator, released
 from ...mediation.audit import COLUMNS as AUDIT_COLUMNS
 from ...mediation.grants import Grant
@@ -38,7 +39,7 @@ from ...mediation.mediator import (
 from ...mediation.policy import ACTIONS, closed_policy
 from ...model import BOARD, Answer, MemoryCard, RetrievalTrace
 from ...settings import check_limit, check_threshold
-from ...text import MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
+from ...text import MAX_QUESTION_CHARS, card_id_text, clean_name, clean_text, short_repr
 from .context import CaseContext
 
 if TYPE_CHECKING:
@@ -157,8 +158,9 @@ class Disclosure:
     def find(self, card_id: object) -> MemoryCard:
         """Any card of this case, by id (the operator may name any space's card)."""
         space = self._ctx.space()
-        for scope in [*self._ctx.roles, BOARD]:
-            card = self._ctx.gateway.get(space, scope, str(card_id))
+        cid = card_id_text(card_id)
+        for scope in [*self._ctx.roles, BOARD] if cid is not None else []:
+            card = self._ctx.gateway.get(space, scope, cid)
             if card is not None:
                 return card
         raise UnknownCardError(f"Case {self._ctx.case_id} has no card {short_repr(card_id)}.")
@@ -228,7 +230,9 @@ class Disclosure:
     def revoke_grant(self, grant_id: object) -> None:
         """Withdraw a grant at once, for every holder in every process."""
         ctx = self._ctx
-        gid = str(grant_id)
+        if type(grant_id) is not str or not GRANT_ID.fullmatch(grant_id):
+            raise UnknownGrantError(f"Case {ctx.case_id} has no grant {short_repr(grant_id)}.")
+        gid = grant_id
         match = [g for g in self._store.grants(ctx.case_id) if g.grant_id == gid]
         entry = {"kind": "grant", "action": "revoke-grant", "grant_id": gid,
                  "card_id": match[0].card_id if match else None, "reasons": []}
@@ -277,13 +281,23 @@ def _answer_events(role: str, trace: RetrievalTrace,
     ]
 
 
+MAX_TTL_S = 10 * 366 * 86_400.0
+"""Ten years: any longer is "for good", which is what revocation is for; and a larger number
+would overflow the calendar when the expiry is written down."""
+GRANT_ID = re.compile(r"g-[0-9a-f]{10}")
+
+
 def ttl(value: object) -> float:
-    """A time to live in seconds: a finite number > 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value <= 0:
+    """A time to live in seconds: a finite number > 0, at most :data:`MAX_TTL_S` (checked
+    before anything is written)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidArgumentError(f"ttl_s must be a number of seconds > 0, not "
                                    f"{short_repr(value)}.")
-    return float(value)
+    seconds = float(value) if -1e300 < value < 1e300 else math.inf
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TTL_S:
+        raise InvalidArgumentError(f"ttl_s must be a number of seconds from 0 to "
+                                   f"{MAX_TTL_S:,.0f} (ten years), not {short_repr(value)}.")
+    return seconds
 
 
 def _iso(ts: float | None) -> str | None:

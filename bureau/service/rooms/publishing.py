@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import CardRevokedError, UnknownCardError
 from ...model import MemoryCard
-from ...text import short_repr
+from ...text import card_id_text, short_repr
 from ..publish import Publisher
 from .context import CaseContext
 from .disclosure import Disclosure, ttl
@@ -41,12 +41,13 @@ class Publishing:
         cannot be published, nor can a card whose copy was revoked: revocation is final.
         """
         role = self._ctx.role(role)
+        seconds = None if ttl_s is None else ttl(ttl_s)  # bad input changes nothing
         _, dead = self._ctx.view()
-        if str(card_id) in dead:
+        cid = card_id_text(card_id)
+        if cid is None or cid in dead:
             raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case "
                                    f"{self._ctx.case_id}.")
-        seconds = None if ttl_s is None else ttl(ttl_s)
-        copy = self._publisher().publish(role, str(card_id))
+        copy = self._publisher().publish(role, cid)
         _, dead = self._ctx.view()
         if copy.id in dead:
             raise CardRevokedError(

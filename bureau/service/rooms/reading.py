@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...errors import UnknownCardError
+from ...errors import InvalidArgumentError, UnknownCardError
 from ...model import BOARD, CaseSpace, MemoryCard, RetrievalTrace, ScopeResult
 from ...scopes import readable_scopes
-from ...settings import check_limit
-from ...text import MAX_QUESTION_CHARS, clean_text, short_repr
+from ...settings import check_limit, check_threshold
+from ...text import MAX_QUESTION_CHARS, card_id_text, clean_text, short_repr
 from ...tiers import SEARCHED_IN_RUN, SEARCHED_OUTSIDE_RUN
+from ...tiers.provenance import parse_run_owner
 from .context import CaseContext, Dead
 
 if TYPE_CHECKING:
@@ -61,11 +62,16 @@ class Reading:
     def view(self, role: str | None, dead_view: tuple[CaseSpace, Dead] | None = None
              ) -> RoleView:
         """The role's view now (``None``: every live task scope, the operator's view)."""
+        role = None if role is None else self._ctx.role(role)
+        if dead_view is not None and not (isinstance(dead_view, tuple) and len(dead_view) == 2):
+            raise InvalidArgumentError("dead_view must be (namespace, dead cards) from the "
+                                       "case context.")
         space, dead = self._ctx.view() if dead_view is None else dead_view
         return RoleView(space, dead, self._scopes.view(role))
 
     def scopes_for(self, role: str) -> list[str]:
         """The only spaces a role may search: its own, the board, its task scopes."""
+        role = self._ctx.role(role)
         return readable_scopes(role, tuple(self._scopes.view(role)))
 
     def search(self, role: str, question: str, limit: int | None = None, *,
@@ -74,6 +80,13 @@ class Reading:
         """One search of exactly the role's scopes (and a run's ephemeral scope, first); each
         scope gets its own top-``limit`` of cards the role may see. No event."""
         ctx = self._ctx
+        role = ctx.role(role)
+        threshold = None if threshold is None else check_threshold(threshold)
+        if view is not None and not isinstance(view, RoleView):
+            raise InvalidArgumentError("view must be a RoleView from Reading.view.")
+        if run_scope is not None and (type(run_scope) is not str
+                                      or parse_run_owner(run_scope) is None):
+            raise InvalidArgumentError("run_scope must be a run's ephemeral scope.")
         view = self.view(role) if view is None else view
         scopes = readable_scopes(role, tuple(view.shown))
         if run_scope is not None:
@@ -95,7 +108,7 @@ class Reading:
             timing = dict.fromkeys(scopes, ms)
         if view.dead or view.shown or k != limit:
             found = {sc: view.kept(sc, cards)[:limit] for sc, cards in found.items()}
-        thr = settings.relevance_threshold if threshold is None else threshold
+        thr = settings.relevance_threshold if threshold is None else check_threshold(threshold)
         results = tuple(
             ScopeResult(scope,
                         tuple(c for c in found[scope] if (c.score or 0) >= thr),
@@ -121,6 +134,7 @@ class Reading:
     def cards(self, role: str) -> list[MemoryCard]:
         """What a role may list: its own private cards, the board and the current values of
         the task scopes it is an accepted member of."""
+        role = self._ctx.role(role)
         gw = self._ctx.gateway
         view = self.view(role)
         own = view.kept(role, gw.list(view.space, role)) + view.kept(BOARD, gw.list(view.space,
@@ -131,9 +145,10 @@ class Reading:
     def card(self, role: str, card_id: object) -> MemoryCard:
         """One card as a role: its own, a board card or a task-scope value it may read; every
         other id (another role's, another case's, a revoked one, none) gets the same refusal."""
+        role = self._ctx.role(role)
         view = self.view(role)
-        cid = str(card_id)
-        for scope in (role, BOARD, *view.shown):
+        cid = card_id_text(card_id)
+        for scope in (role, BOARD, *view.shown) if cid is not None else ():
             card = self._ctx.gateway.get(view.space, scope, cid)
             if card is not None and view.keeps(scope, card):
                 return card

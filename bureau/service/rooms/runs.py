@@ -36,7 +36,7 @@ from ...errors import (
 )
 from ...ledger import RunRecord, owner_alive
 from ...model import Answer, CaseSpace, MemoryCard, RetrievalTrace
-from ...text import clean_name, clean_text, short_repr
+from ...text import card_id_text, clean_name, clean_text, short_repr
 from ...tiers import (
     EPHEMERAL,
     ROLE_TIERS,
@@ -205,7 +205,7 @@ class Run:
         if promote is not None:
             for card in self._gw.list(space, self.owner_id):
                 if promotable(card) and promote.matches(card):
-                    promoted.append(self._room.promote_card(self.role, card, rule=promote))
+                    promoted.append(self._room._promote_card(self.role, card, rule=promote))
         if self._records.end(self.id) is None:
             self._ended = True
             raise RunEndedError(f"Run {self.id} of {self.role} was ended elsewhere meanwhile.")
@@ -328,11 +328,12 @@ class Runs:
         check_tier(tier, ROLE_TIERS, "promotion tier")
         approver = None if approved_by is None else clean_name(approved_by, what="approver")
         space, dead = self.ctx.view()
-        card = None if str(card_id) in dead else self._promotable(space, role, str(card_id))
+        cid = card_id_text(card_id)
+        card = None if cid is None or cid in dead else self._promotable(space, role, cid)
         if card is None:
             raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case "
                                    f"{self.ctx.case_id}.")
-        return self.promote_card(role, card, tier=tier, approved_by=approver)
+        return self._promote_card(role, card, tier=tier, approved_by=approver)
 
     def _promotable(self, space: CaseSpace, role: str, card_id: str) -> MemoryCard | None:
         """A card ``role`` may promote: its own, or tool output of one of its live runs."""
@@ -347,7 +348,7 @@ class Runs:
                     return card
         return None
 
-    def promote_card(self, role: str, card: MemoryCard, *, tier: str = "long-term",
+    def _promote_card(self, role: str, card: MemoryCard, *, tier: str = "long-term",
                      approved_by: str | None = None,
                      rule: PromotionRule | None = None) -> MemoryCard:
         """Copy ``card`` one tier up into ``role``'s space and audit it (approver or rule).

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BoundaryViolation, DamagedDataError
+from ...errors import BoundaryViolation, DamagedDataError, InvalidArgumentError
 from ...model import CaseSpace
 from ...task_scopes.inbox import InboxPage, check_cursor, check_page
 from ...task_scopes.membership import (
@@ -83,43 +83,44 @@ class TaskScopes:
 
     def invite(self, name: object, by: str, role: str) -> TaskScope:
         """The owner ``by`` invites ``role``; it reads and writes nothing until it accepts."""
-        return self.change("invite", name, by, role)
+        return self._change("invite", name, by, role)
 
     def accept(self, name: object, role: str) -> TaskScope:
         """Accept a pending invitation: from now on the scope is searched for ``role``."""
-        return self.change("accept", name, role)
+        return self._change("accept", name, role)
 
     def decline(self, name: object, role: str) -> TaskScope:
-        return self.change("decline", name, role)
+        return self._change("decline", name, role)
 
     def remove(self, name: object, by: str, role: str) -> TaskScope:
         """The owner removes a member (or withdraws an invitation): it loses access on every
         read path at once, in every process (membership is read on every request)."""
-        return self.change("remove", name, by, role)
+        return self._change("remove", name, by, role)
 
     def transfer(self, name: object, by: str, to: str) -> TaskScope:
         """The owner hands the scope to ``to``, who must be an accepted member."""
-        return self.change("transfer", name, by, to)
+        return self._change("transfer", name, by, to)
 
     def archive(self, name: object, by: str) -> TaskScope:
         """Members still read an archived scope; no writes or membership changes."""
-        return self.change("archive", name, by)
+        return self._change("archive", name, by)
 
     def delete(self, name: object, by: str) -> TaskScope:
         """Delete the scope for everyone: its cards are purged (verified), its name retired."""
-        return self.change("delete", name, by)
+        return self._change("delete", name, by)
 
-    def change(self, op: str, name: object, actor: str, target: str | None = None) -> TaskScope:
+    def _change(self, op: str, name: object, actor: str, target: str | None = None) -> TaskScope:
         """One membership operation; ``delete`` also purges the scope's cards (verified)."""
         actor = self._ctx.role(actor)
-        target = None if target is None else self._ctx.role(target)
+        if op in ("invite", "remove", "transfer") or target is not None:
+            target = self._ctx.role(target)  # None is no role: refused like any other
         name = check_scope_name(name)
         space = self._ctx.space()
         _, scope, events = self.store.change(self.case_id, self.token, op,
                                                          name, actor, target)
         self._notify(events)
         if op == "delete":
-            deleted = self.purge(space, name)
+            deleted = self._purge(space, name)
             self._ctx.emit("scope.purged", {"scope": name, "deleted": deleted})
         return scope
 
@@ -134,7 +135,7 @@ class TaskScopes:
         self._ctx.space()
         return self.store.all(self.case_id)
 
-    def purge(self, space: CaseSpace, name: str, rounds: int = 100) -> int:
+    def _purge(self, space: CaseSpace, name: str, rounds: int = 100) -> int:
         """Delete every card of the scope (values and log) and verify none is left."""
         gw = self.gateway
         deleted = 0
@@ -152,7 +153,9 @@ class TaskScopes:
     # -- reads -------------------------------------------------------------------------------
     def view(self, role: str | None) -> dict[str, frozenset[str]]:
         """Store owner id -> ids of the cards showing current values, for the live scopes
-        ``role`` is an accepted member of (read from the ledger now)."""
+        ``role`` is an accepted member of (read from the ledger now); ``None``: every live
+        scope (the operator's view)."""
+        role = None if role is None else self._ctx.role(role)
         return self.store.member_view(self.case_id, role)
 
     def members_of(self) -> dict[str, frozenset[str]]:
@@ -160,6 +163,8 @@ class TaskScopes:
         return self.store.members_of(self.case_id)
 
     def hidden(self, space: CaseSpace, view: dict[str, frozenset[str]]) -> int:
+        if not isinstance(space, CaseSpace) or not isinstance(view, dict):
+            raise InvalidArgumentError("hidden() takes the namespace and a member view.")
         """How many cards in these scopes show no current value (being replaced, or left by a
         crash): a search asks for that many more, so each scope still gets its top-k."""
         return sum(max(0, self.gateway.count(space, owner) - len(ids))
@@ -233,10 +238,10 @@ class TaskScopes:
             self.gateway.delete_or_gone(space, log, card.id)  # the write never happened
             raise
         self._notify(events)
-        self.settle(space, name, {card.id: content})
+        self._settle(space, name, {card.id: content})
         return result
 
-    def settle(self, space: CaseSpace, name: str, known: dict[str, str] | None = None) -> int:
+    def _settle(self, space: CaseSpace, name: str, known: dict[str, str] | None = None) -> int:
         """Make each key's searchable card show its current winner; returns cards replaced.
 
         ``known``: texts of log cards at hand (the caller's own write), saving a store read.

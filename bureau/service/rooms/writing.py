@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import InvalidArgumentError
 from ...model import MemoryCard
 from ...scenario import Scenario
-from ...text import clean_name, clean_text
+from ...text import clean_name, clean_text, short_repr
 from ...tiers import LONG_TERM, ROLE_TIERS, TRUSTED, Labels, check_tier
 from .context import CaseContext, public_meta
+
+WRITES = {("whisper", "memory.whispered"), ("agent-note", "memory.noted")}
+"""Who writes a private card (its provenance) and the event that says so."""
 
 
 class Writing:
@@ -28,6 +32,10 @@ class Writing:
         abstraction: object = None, tier: object = "session",
     ) -> MemoryCard:
         """One private card of ``role`` (validated whole before anything is written)."""
+        if not isinstance(provenance, str) or not isinstance(event, str) \
+                or (provenance, event) not in WRITES:
+            raise InvalidArgumentError(f"A private card is written as one of {sorted(WRITES)}, "
+                                       f"not {short_repr(provenance)}/{short_repr(event)}.")
         role = self._ctx.role(role)
         tier = check_tier(tier, ROLE_TIERS, f"{provenance} tier")
         content = clean_text(text, what=provenance)
