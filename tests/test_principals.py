@@ -202,3 +202,29 @@ def test_a_handle_refuses_a_forged_principal(case):
         case.disclosure.consult(forged, "informant", SAFE_Q)
     with pytest.raises(InvalidArgumentError):
         case.disclosure.consult("detective", "informant", SAFE_Q)
+
+
+def test_nobody_approves_their_own_promotion(bureau, case):
+    """Issue 19 §4: an approval names a principal with that right, never the card's own role."""
+    from bureau.errors import PromotionNotApprovedError
+
+    with case.agent("detective").start_run() as run:
+        page = run.tool_output("The handover is at pier 9.", source="https://news.example/x")
+        for name in ("detective", "informant", "press"):
+            with pytest.raises((PromotionNotApprovedError, UnknownPrincipalError)):
+                case.promote("detective", page.id, approved_by=name)
+        with pytest.raises(TypeError):
+            run.promote(page.id, approved_by="chief")  # whoever holds the run cannot approve
+        before = bureau.mediator
+        data = load_policy(default_policy_path()).model_dump(mode="json", exclude={"source"})
+        bureau.mediator = PolicyMediator(parse_policy({**data, "approvers": ["informant"]},
+                                                      source="with-a-reviewer"))
+        try:
+            copy = case.promote("detective", page.id, approved_by="informant")
+            assert copy.trust == "untrusted"  # approved, still data, not instructions
+            with pytest.raises(PromotionNotApprovedError):
+                case.promote("informant", case.agent("informant").note("x").id,
+                             approved_by="informant")  # its own card: never
+        finally:
+            bureau.mediator = before
+        assert case.promote("detective", page.id, approved_by="chief").id == copy.id

@@ -40,8 +40,10 @@ class Principal:
 class Principals:
     """The closed set of principals of one case."""
 
-    def __init__(self, roles: Iterable[str], declared: Iterable[tuple[str, str]] = ()) -> None:
+    def __init__(self, roles: Iterable[str], declared: Iterable[tuple[str, str]] = (),
+                 approvers: Iterable[str] = ()) -> None:
         self._all: dict[str, Principal] = {}
+        self._approvers = frozenset(approvers)
         for name in roles:
             self._all[name] = Principal(name, ROLE, name)
         for name, title in declared:
@@ -55,6 +57,12 @@ class Principals:
 
     def __iter__(self):  # noqa: ANN204 - iterator of principals, in declaration order
         return iter(self._all.values())
+
+    def may_approve(self, approver: Principal, owner: str) -> bool:
+        """Whether ``approver`` may approve promoting untrusted content into ``owner``'s memory:
+        the chief, or a principal the policy names under ``approvers``, never the owner."""
+        return approver.name != owner and (approver.kind == OPERATOR
+                                           or approver.name in self._approvers)
 
     def names(self, kind: str | None = None) -> list[str]:
         return [p.name for p in self._all.values() if kind is None or p.kind == kind]

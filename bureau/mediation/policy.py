@@ -169,6 +169,9 @@ class Policy(_Strict):
     """``None``: no disclosure budget."""
     rules: tuple[Rule, ...] = ()
     principals: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    """Principals besides the chief who may approve promoting untrusted content (a reviewer
+    role); never for a card of their own."""
     """Requesters that are not roles (the press, an outside service) this policy speaks of:
     each gets a handle (``case.requester(name)``) and a budget of its own; any other name that
     is not a role is refused."""
@@ -179,6 +182,19 @@ class Policy(_Strict):
     def _version(cls, v: str) -> str:
         if not v.strip() or len(v) > 64 or any(c.isspace() for c in v):
             raise ValueError("a short label without blanks, such as '2026-06-22.1'")
+        return v
+
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _approvers(cls, v: Any) -> Any:
+        return _slugs(v)
+
+    @field_validator("approvers")
+    @classmethod
+    def _approver_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for item in v:
+            if not NAME_RE.fullmatch(item) or item == "board":
+                raise ValueError(f"{item!r} is not a principal name")
         return v
 
     @field_validator("principals", mode="before")

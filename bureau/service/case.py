@@ -96,10 +96,12 @@ class Case:
 
     def _principals(self) -> Principals:
         declared = [(p.name, p.title) for p in self.scenario.principals]
+        approvers: tuple[str, ...] = ()
         mediator = self.bureau.mediator
         if isinstance(mediator, DecidingMediator):
             declared += [(name, name) for name in mediator.policy.principals]
-        return Principals(self.role_names, declared)
+            approvers = mediator.policy.approvers
+        return Principals(self.role_names, declared, approvers)
 
     # -- identities ----------------------------------------------------------------------------
     def role(self, name: object) -> str:

@@ -2,8 +2,9 @@
 
 Two doors, both audited (one entry per promoted card, in the mediation audit ledger):
 
-* an **approval step**: ``case.promote(role, card_id, approved_by="alice")`` -- a person looked
-  at the card and vouches that it may be kept;
+* an **approval step**: ``case.promote(role, card_id, approved_by="chief")`` -- the chief (or
+  an approver the policy names, never the card's own role) looked at the card and vouches that
+  it may be kept;
 * a **narrow, auditable rule**: a :class:`PromotionRule` applied when a run ends
   (``run.end(promote=rule)``); its name is written into every entry it causes.
 

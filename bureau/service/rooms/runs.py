@@ -187,11 +187,12 @@ class Run:
             recipient=recipient, task=task, purpose=purpose,
             run_scope=self._room.scope_of(self.role, self))
 
-    def promote(self, card_id: str, *, tier: str = "long-term",
-                approved_by: str | None = None) -> MemoryCard:
-        """Keep one of this run's cards beyond the run (see :meth:`Runs.promote`)."""
+    def promote(self, card_id: str, *, tier: str = "long-term") -> MemoryCard:
+        """Keep one of this role's trusted cards a tier up. Whoever holds the run acts as its
+        role, and a role never approves its own untrusted content: tool output needs the
+        operator's ``case.promote(role, card_id, approved_by=...)`` or a promotion rule."""
         self.check_live()
-        return self._room.promote(self.role, card_id, tier=tier, approved_by=approved_by)
+        return self._room.promote(self.role, card_id, tier=tier)
 
     def end(self, promote: PromotionRule | None = None) -> int:
         """End the run: apply ``promote`` to its tool output, then delete every ephemeral card
@@ -327,6 +328,14 @@ class Runs:
         role = self.ctx.role(role)
         check_tier(tier, ROLE_TIERS, "promotion tier")
         approver = None if approved_by is None else clean_name(approved_by, what="approver")
+        if approver is not None:
+            principals = self.disclosure.principals()
+            who = principals.get(approver)
+            if not principals.may_approve(who, role):
+                raise PromotionNotApprovedError(
+                    f"{approver} may not approve promoting {role}'s untrusted content"
+                    + (" (its own)" if approver == role else "") + ".",
+                    "The chief approves, or a principal the policy names under `approvers:`.")
         space, dead = self.ctx.view()
         cid = card_id_text(card_id)
         card = None if cid is None or cid in dead else self._promotable(space, role, cid)
