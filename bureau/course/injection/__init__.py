@@ -25,6 +25,7 @@ have seen anywhere else — or when the answer cites a card outside the attacker
 trial runs in a fresh case that is deleted afterwards.
 """
 
+from ..standin_model import configured_provider
 from .catalogue import (
     CATALOGUE,
     CHANNELS,
@@ -59,7 +60,7 @@ from .trial import (
 )
 
 __all__ = ["CATALOGUE", "CHANNELS", "EXERCISE_SOLUTION", "PUBLISHED", "Channel", "Injection",
-           "LabReport", "Outcome", "Secret", "ToolOutcome", "Trial", "Voices", "check_exercise",
+           "LabReport", "Outcome", "Secret", "ToolOutcome", "Trial", "Voices", "check_exercise", "configured_provider",
            "cover_question", "explain", "in_catalogue", "lab_voices", "naive_answer", "plant",
            "published", "run_cli", "run_lab", "run_trial", "secret_of", "targets",
            "try_injection"]

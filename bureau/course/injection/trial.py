@@ -327,13 +327,15 @@ def run_trial(bureau: Bureau, scenario: str, injection: Injection, voices: Voice
         naive = naive_answer(case, target.attacker, answer.trace.question, voices.naive,
                              answer.trace)
         n_req = voices.naive_model.since(nn) if voices.naive_model else []
+        outcomes = (_outcome("bureau", case, answer, b_req, target, readable, secret),
+                    _outcome("naive", case, naive, n_req, target, readable, secret))
+        # Last: the attacker's own agent may write notes and publish, which must not count
+        # against the two systems measured before it.
         tools = _tool_outcome(case, target, question, voices, readable, secret) \
             if with_tools else None
         trial = Trial(
             scenario=scenario, injection=injection, target=target, text=planted,
-            question=question, planter=planter,
-            bureau=_outcome("bureau", case, answer, b_req, target, readable, secret),
-            naive=_outcome("naive", case, naive, n_req, target, readable, secret),
+            question=question, planter=planter, bureau=outcomes[0], naive=outcomes[1],
             case_id=case.id, details={"secret_key": secret.key, "cover": cover},
             tools=tools,
         )
