@@ -55,7 +55,7 @@ def _tools_all(case: Case, role: str, probe: str) -> list[Any]:
         for key in case.task_scopes.keys(scope.name, scope.owner) if scope.state != "deleted" \
                 else []:
             got.append(agent.call_tool("scope_read", {"name": scope.name, "key": key}))
-    return got
+    return [r for r in got if r.get("ok")]  # a refusal only repeats what the caller passed
 
 
 def _scope_reads(case: Case, role: str, probe: str) -> list[Any]:
