@@ -184,11 +184,6 @@ class Policy(_Strict):
             raise ValueError("a short label without blanks, such as '2026-06-22.1'")
         return v
 
-    @field_validator("approvers", mode="before")
-    @classmethod
-    def _approvers(cls, v: Any) -> Any:
-        return _slugs(v)
-
     @field_validator("approvers")
     @classmethod
     def _approver_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -197,9 +192,9 @@ class Policy(_Strict):
                 raise ValueError(f"{item!r} is not a principal name")
         return v
 
-    @field_validator("principals", mode="before")
+    @field_validator("principals", "approvers", mode="before")
     @classmethod
-    def _principals(cls, v: Any) -> Any:
+    def _name_lists(cls, v: Any) -> Any:
         return _slugs(v)
 
     @field_validator("principals")
