@@ -25,7 +25,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import BoundaryViolation, DamagedDataError, InvalidArgumentError
+from ...errors import (
+    BoundaryViolation,
+    DamagedDataError,
+    InvalidArgumentError,
+    UnknownScopeKeyError,
+)
 from ...model import CaseSpace
 from ...task_scopes.inbox import InboxPage, check_cursor, check_page
 from ...task_scopes.membership import (
@@ -227,6 +232,16 @@ class TaskScopes:
         space = self._ctx.space()
         # Refused before anything is stored (the ledger checks again when it records).
         self.store.access(self.case_id, name, role, write=True)
+        if read_version is not None:  # only a version that exists: versions never go down, so
+            # a version read now is one every later writer can still out-number
+            try:
+                current = self.store.value(self.case_id, name, role, key).version
+            except UnknownScopeKeyError:
+                current = 0
+            if read_version > current:
+                raise InvalidArgumentError(
+                    f"read_version {read_version} of {key!r} was never written (the current "
+                    f"version is {current}); pass the version you read.")
         written_at = time.time()
         log = log_owner_id(name)
         card = self.gateway.add(space, log, content, _meta(key, "scope-write", role))
