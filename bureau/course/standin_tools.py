@@ -47,36 +47,13 @@ def _content(m: dict[str, Any]) -> str:
     return c if isinstance(c, str) else ""
 
 
-def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """The texts of every card the tool results carried (``text`` fields, any depth)."""
-    out: list[str] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, dict):
-            for k, x in v.items():
-                if k == "text" and isinstance(x, str):
-                    out.append(x)
-                else:
-                    walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    for m in messages:
-        if m.get("role") == "tool":
-            try:
-                walk(json.loads(_content(m)))
-            except ValueError:
-                out.append(_content(m))
-    return out
-
-
 _NAMED_FIELDS = frozenset({"owner", "source_role", "writer", "name", "card_id", "board_card_id",
                            "scope", "key", "keys", "searched", "cited"})
 
 
-def _named(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """The names and ids tool results mention (values of owner, writer, card_id, ... fields)."""
+def _fields(messages: Sequence[dict[str, Any]], wanted: frozenset[str]) -> list[str]:
+    """Every value of a field named in ``wanted`` in the tool results (any depth, lists of
+    values included), as text, in order."""
     out: list[str] = []
 
     def walk(v: Any, field: str = "") -> None:
@@ -86,7 +63,7 @@ def _named(messages: Sequence[dict[str, Any]]) -> list[str]:
         elif isinstance(v, list):
             for x in v:
                 walk(x, field)
-        elif field in _NAMED_FIELDS and isinstance(v, str | int):
+        elif field in wanted and isinstance(v, str | int) and not isinstance(v, bool):
             out.append(str(v))
 
     for m in messages:
@@ -96,6 +73,16 @@ def _named(messages: Sequence[dict[str, Any]]) -> list[str]:
             except ValueError:
                 continue
     return out
+
+
+def _tool_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The texts of every card the tool results carried."""
+    return _fields(messages, frozenset({"text"}))
+
+
+def _named(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The names and ids tool results mention (values of owner, writer, card_id, ... fields)."""
+    return _fields(messages, _NAMED_FIELDS)
 
 
 def _tried(messages: Sequence[dict[str, Any]]) -> set[tuple[str, str]]:
