@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from leakcheck import holds
 
 from bureau import BOARD
 from bureau.errors import UnknownCardError
@@ -34,7 +35,7 @@ def test_cross_role_miss_before_publication(case, role):
     assert answer.trace.searched_scopes == [role, BOARD]
     seen = [c for s in answer.trace.scopes for c in (*s.hits, *s.below_threshold)]
     assert all(c.owner == role for c in seen), "a foreign card reached the trace"
-    assert "0427" not in as_text(answer)
+    assert not holds(as_text(answer), "0427")
 
 
 def test_unrelated_own_card_does_not_count_as_knowing(case):
@@ -48,7 +49,11 @@ def test_after_publication_detective_hits_only_the_board_copy(case):
     source = case.seed_card("safe-code")
     copy = case.publish("informant", source.id)
     assert (copy.owner, copy.visibility, copy.source_role, copy.source_id) == (
-        BOARD, "public", "informant", source.id)
+        BOARD,
+        "public",
+        "informant",
+        source.id,
+    )
     answer = case.interrogate("detective", SAFE_Q)
     assert answer.known and answer.cited == (copy.id,)
     assert [(c.id, c.owner) for c in answer.trace.hits] == [(copy.id, BOARD)]
@@ -93,12 +98,13 @@ def test_prompt_injection_keeps_the_scope(case, question):
     answer = case.interrogate("detective", question)
     assert answer.trace.searched_scopes == ["detective", BOARD]
     assert not answer.known
-    assert "0427" not in as_text(answer)
+    assert not holds(as_text(answer), "0427")
 
 
 def test_cards_are_labelled_with_their_stored_owner(case):
-    case.whisper("suspect", "The combination of the safe in the study is definitely 0427.",
-                 topic="safe")
+    case.whisper(
+        "suspect", "The combination of the safe in the study is definitely 0427.", topic="safe"
+    )
     answer = case.interrogate("suspect", SAFE_Q)
     assert answer.known
     assert {c.owner for c in answer.trace.hits} == {"suspect"}
@@ -125,7 +131,7 @@ def test_outward_views_hold_no_private_body_question_or_answer(case):
     for name, read in OUTWARD_READ_PATHS.items():
         seen = as_text(read(case))
         assert not [t for t in everything_private if t in seen], name
-        assert SAFE_Q not in seen and "0427" not in seen, name
+        assert SAFE_Q not in seen and not holds(seen, "0427"), name
     stage = case.stage()
     assert stage["private_counts"] == {"detective": 2, "informant": 2, "suspect": 2}
     assert [c["source_role"] for c in stage["board"]] == ["detective"]

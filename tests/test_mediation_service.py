@@ -11,6 +11,7 @@ import time
 
 import pytest
 from conftest import run_python
+from leakcheck import holds
 
 from bureau import BOARD
 from bureau.errors import (
@@ -61,8 +62,9 @@ def _seen_everywhere(case, ids, texts):
 def _dead_cards(case):
     """A revoked board copy and an expired private card (seconds after whispering it)."""
     copy = case.publish("detective", case.seed_card("footprint").id)
-    note = case.whisper("suspect", "A hidden garden note: the spade is behind the shed.",
-                        topic="garden")
+    note = case.whisper(
+        "suspect", "A hidden garden note: the spade is behind the shed.", topic="garden"
+    )
     assert BOOT_Q and case.interrogate("informant", BOOT_Q).known
     case.revoke(copy.id)
     case.expire(note.id, 0.05)
@@ -157,8 +159,12 @@ def test_revocation_works_across_processes_and_after_a_reopen(bureau, mediated, 
         copy = case.publish("detective", case.seed_card("footprint").id)
         assert case.interrogate("suspect", BOOT_Q).known
         # another process revokes: this process's holder stops seeing the copy at once
-        out = run_python(REVOKE_IN_OTHER_PROCESS.replace("sys.argv[1]", repr(case.id))
-                         .replace("sys.argv[2]", repr(copy.id)), cwd=tmp_path)
+        out = run_python(
+            REVOKE_IN_OTHER_PROCESS.replace("sys.argv[1]", repr(case.id)).replace(
+                "sys.argv[2]", repr(copy.id)
+            ),
+            cwd=tmp_path,
+        )
         assert json.loads(out.stdout.strip().splitlines()[-1])["revoked"] == [copy.id]
         assert not case.interrogate("suspect", BOOT_Q).known
         assert not _seen_everywhere(case, [copy.id], [])
@@ -167,15 +173,19 @@ def test_revocation_works_across_processes_and_after_a_reopen(bureau, mediated, 
         case.expire(note.id, 0.05)
         detective = case.agent("detective")
         for _ in range(4):
-            assert detective.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0].action \
+            assert (
+                detective.consult("informant", SAFE_Q, **INVESTIGATE).decisions[0].action
                 == "abstract"
+            )
         time.sleep(0.1)
         # a fresh process (a restart) sees both, the chain holds, and the budget is spent
         out = run_python(
             READ_IN_OTHER_PROCESS.replace("sys.argv[1]", repr(case.id))
             .replace("sys.argv[2]", repr(f"{copy.id},{note.id}"))
             .replace("sys.argv[3]", repr(note.content)),
-            cwd=tmp_path, env={"BUREAU_POLICY": str(default_policy_path())})
+            cwd=tmp_path,
+            env={"BUREAU_POLICY": str(default_policy_path())},
+        )
         got = json.loads(out.stdout.strip().splitlines()[-1])
         assert got["leaks"] == []
         assert got["states"][copy.id] == "revoked" and got["states"][note.id] == "expired"
@@ -190,17 +200,22 @@ def test_revocation_works_across_processes_and_after_a_reopen(bureau, mediated, 
 def test_same_question_different_requesters_and_purposes(mediated, case):
     own = case.agent("informant").consult("informant", SAFE_Q)
     colleague = case.agent("detective").consult("informant", SAFE_Q, **INVESTIGATE)
-    press = case.requester("press").consult("informant", SAFE_Q, recipient="external",
-                                            purpose="investigation")
+    press = case.requester("press").consult(
+        "informant", SAFE_Q, recipient="external", purpose="investigation"
+    )
     assert "0427" in own.answer.text
     assert colleague.decisions[0].action == "abstract"
-    assert "four-digit code" in colleague.answer.text and "0427" not in colleague.answer.text
+    assert "four-digit code" in colleague.answer.text and not holds(colleague.answer.text, "0427")
     assert colleague.answer.cited == (case.seed_card("safe-code").id,)
     # the press is handed no decision of a withheld card (only released ones); the audit says why
     assert press.decisions == () and not press.answer.known
     assert case.audit().iloc[-1].reasons == "recipient-too-broad"
-    assert case.agent("detective").consult("informant", SAFE_Q, recipient="other-agent",
-                                           purpose="gossip").answer.text == "I don't know."
+    assert (
+        case.agent("detective")
+        .consult("informant", SAFE_Q, recipient="other-agent", purpose="gossip")
+        .answer.text
+        == "I don't know."
+    )
     table = case.audit()
     assert list(table.action) == ["reveal", "abstract", "withhold", "withhold"]
     assert set(table.policy_version) == {"2026-06-22.1"}
@@ -215,8 +230,11 @@ def test_grants_need_approval_expire_and_can_be_revoked(mediated, case):
     refused = chief.consult("informant", SAFE_Q, **review)
     assert refused.decisions == () and not refused.answer.known
     last = case.audit().iloc[-1]
-    assert (last.requester, last.card_id, last.reasons) == ("chief", code,
-                                                            "human-approval-required")
+    assert (last.requester, last.card_id, last.reasons) == (
+        "chief",
+        code,
+        "human-approval-required",
+    )
     g = case.grant(code, requester="chief", recipient="human-reviewer", ttl_s=0.5)
     assert chief.consult("informant", SAFE_Q, **review).answer.known
     case.revoke_grant(g.grant_id)
@@ -239,14 +257,19 @@ def test_budget_refusal_says_why(mediated, case):
     assert list(audit.action) == ["abstract"] * 4 + ["withhold"]
     assert audit.iloc[-1].reasons == "budget-exhausted"
     # the operator's own X-ray (the disclosure room, unfiltered) carries the figures
-    xray = case.disclosure.consult(case.disclosure.principal("detective"), "informant", SAFE_Q,
-                                   **INVESTIGATE)
+    xray = case.disclosure.consult(
+        case.disclosure.principal("detective"), "informant", SAFE_Q, **INVESTIGATE
+    )
     assert xray.decisions[0].reasons == ("budget-exhausted",)
     assert "detective has spent 1.00 of its 1.00 disclosure budget" in xray.decisions[0].message
     # another requester has its own budget
-    assert case.agent("suspect").consult("informant", SAFE_Q, recipient="other-agent",
-                                         purpose="investigation").decisions[0].action \
+    assert (
+        case.agent("suspect")
+        .consult("informant", SAFE_Q, recipient="other-agent", purpose="investigation")
+        .decisions[0]
+        .action
         == "abstract"
+    )
     # a renamed detective does not: an undeclared name is no principal, so no fresh budget
     with pytest.raises(UnknownPrincipalError):
         case.requester("detective-2")
@@ -254,22 +277,24 @@ def test_budget_refusal_says_why(mediated, case):
 
 def test_the_audit_holds_no_card_text_or_question(mediated, case):
     case.agent("detective").consult("informant", SAFE_Q, **INVESTIGATE)
-    case.agent("detective").consult("suspect", "What is the alibi for Friday night?",
-                                    **INVESTIGATE)
+    case.agent("detective").consult("suspect", "What is the alibi for Friday night?", **INVESTIGATE)
     case.revoke(case.seed_card("cctv").id)
     entries = case.bureau.ledger.mediation.audit_entries(case.id, case.token)
     text = json.dumps(entries)
     for _, mem in case.scenario.seeds():
         assert mem.content not in text and (mem.abstraction or "@@") not in text
-    assert SAFE_Q not in text and "0427" not in text and "Rialto" not in text
+    assert SAFE_Q not in text and not holds(text, "0427") and "Rialto" not in text
 
 
 def test_audit_ledger_is_append_only_and_detects_an_altered_entry(tmp_path):
     ledger = Ledger(tmp_path / "ledger.sqlite3")
     ledger.cases.add("c1", "s", "t", "tok")
     for i in range(5):
-        ledger.mediation.append_audit("c1", "tok", [{"kind": "decision", "card_id": str(i),
-                                                     "action": "withhold", "reasons": ["x"]}])
+        ledger.mediation.append_audit(
+            "c1",
+            "tok",
+            [{"kind": "decision", "card_id": str(i), "action": "withhold", "reasons": ["x"]}],
+        )
     assert ledger.mediation.verify_audit() == 5
     db = sqlite3.connect(tmp_path / "ledger.sqlite3")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
@@ -279,8 +304,7 @@ def test_audit_ledger_is_append_only_and_detects_an_altered_entry(tmp_path):
     # someone with file access drops the guard and rewrites entry 3: the chain names it
     db.execute("DROP TRIGGER audit_append_only_update")
     row = db.execute("SELECT entry FROM audit WHERE seq = 3").fetchone()[0]
-    db.execute("UPDATE audit SET entry = ? WHERE seq = 3",
-               (row.replace('"withhold"', '"reveal"'),))
+    db.execute("UPDATE audit SET entry = ? WHERE seq = 3", (row.replace('"withhold"', '"reveal"'),))
     db.commit()
     with pytest.raises(AuditTamperedError, match="entry 3 was changed"):
         ledger.mediation.verify_audit()
@@ -310,15 +334,23 @@ def test_audit_outlives_the_case(mediated, bureau):
 
 
 def test_whisper_and_scenarios_carry_the_labels(case):
-    card = case.whisper("detective", "The study window latch is broken.", topic="window",
-                        sensitivity="internal", info_type="evidence",
-                        abstraction="Something about the study is broken.")
+    card = case.whisper(
+        "detective",
+        "The study window latch is broken.",
+        topic="window",
+        sensitivity="internal",
+        info_type="evidence",
+        abstraction="Something about the study is broken.",
+    )
     got = case.card("detective", card.id)
     assert (got.sensitivity, got.info_type, got.abstraction) == (
-        "internal", "evidence", "Something about the study is broken.")
+        "internal",
+        "evidence",
+        "Something about the study is broken.",
+    )
     code = case.seed_card("safe-code")
     assert (code.sensitivity, code.info_type) == ("restricted", "access-code")
-    assert "0427" not in code.abstraction
+    assert not holds(code.abstraction, "0427")
     assert "sensitivity" not in as_text(case.events())  # outward events carry no labels
     assert BOARD not in case.role_names
 
@@ -327,8 +359,14 @@ def test_the_stage_widget_shows_mediation_counts_only():
     """The projector shows how many decisions of each kind, never which card or why."""
     from bureau.course.widgets.stage import stage_html
 
-    snapshot = {"case_id": "c", "title": "t", "private_counts": {"detective": 2}, "board": [],
-                "last_retrieval": None, "mediation": {"withhold": 3, "abstract": 1}}
+    snapshot = {
+        "case_id": "c",
+        "title": "t",
+        "private_counts": {"detective": 2},
+        "board": [],
+        "last_retrieval": None,
+        "mediation": {"withhold": 3, "abstract": 1},
+    }
     html = stage_html(snapshot)
     assert "withhold 3" in html and "abstract 1" in html
     assert "mediation" not in stage_html({**snapshot, "mediation": {}})

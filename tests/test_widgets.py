@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import REPO, run_python
+from leakcheck import holds
 
 from bureau import BOARD
 from bureau.course.attacks import pick_target, run_all, stage_peek
@@ -72,9 +73,13 @@ def test_console_has_css_hooks_and_case_roles(bureau, case, closing):
     assert ui.case is case and ui.case_picker.value == case.id
     assert [v for _, v in ui.role_rail.options] == case.role_names
     assert SAFE_Q in [v for _, v in ui.suggestions.options]
-    for w, css in [(ui.whisper_button, "bureau-whisper"), (ui.ask_button, "bureau-ask"),
-                   (ui.error, "bureau-error"), (ui.case_picker, "bureau-case-picker"),
-                   (ui.role_rail, "bureau-roles")]:
+    for w, css in [
+        (ui.whisper_button, "bureau-whisper"),
+        (ui.ask_button, "bureau-ask"),
+        (ui.error, "bureau-error"),
+        (ui.case_picker, "bureau-case-picker"),
+        (ui.role_rail, "bureau-roles"),
+    ]:
         assert css in w._dom_classes
     assert all("bureau-publish" in b._dom_classes for b in ui.publish_buttons.values())
 
@@ -114,7 +119,7 @@ def test_ask_shows_xray_scopes_hits_and_misses(bureau, case, closing, no_callbac
     assert 'data-scope="detective"' in html and f'data-scope="{BOARD}"' in html
     assert "bureau-badge miss" in html and "threshold" in html and "0.45" in html
     assert "below threshold" in html  # the detective's own cards came back, not relevant
-    assert "0427" not in html  # the informant's card was never in reach
+    assert not holds(html, "0427")  # the informant's card was never in reach
 
     ui.role_rail.value = "informant"
     ui.ask_button.click()
@@ -134,7 +139,7 @@ def test_publish_button_updates_board_and_stage(bureau, case, closing, no_callba
     assert "bureau-stage" in stage_box._dom_classes
     source = case.seed_card("safe-code")
     before = stage.refreshes
-    assert "0427" not in stage.html.value  # private until published
+    assert not holds(stage.html.value, "0427")  # private until published
     ui.publish_buttons[source.id].click()
     assert ui.last_error is None, ui.error.value
     board = case.spaces()[BOARD]
@@ -332,8 +337,15 @@ SCENARIOS = ["safe-combination", "the-mole", "ward-seven"]
 
 def _solve(bureau, case, exercise_id: str):
     """Run the solution shown in the lesson's <details> in a lesson-like namespace; its answer."""
-    ns = {"case": case, "cast": Cast.of(case), "bureau": bureau, "faults": faults,
-          "BureauError": BureauError, "answer": None, "caught": None}
+    ns = {
+        "case": case,
+        "cast": Cast.of(case),
+        "bureau": bureau,
+        "faults": faults,
+        "BureauError": BureauError,
+        "answer": None,
+        "caught": None,
+    }
     exec(EXERCISES[exercise_id].solution, ns)
     return ns["caught"] if exercise_id == "04-peek" else ns["answer"]
 
@@ -429,9 +441,13 @@ def test_plots_have_labels_and_a_finding_title(bureau, case):
     ax = fig.axes[0]
     assert ax.get_xlabel() and ax.get_ylabel()
     assert ax.get_title() == "Only informant find(s) a card above the threshold"
-    for fig in (plots.cards_per_space(case), plots.latency_by_scope(traces),
-                plots.board_copies([("start", 0), ("crash", 1), ("recover", 0), ("retry", 1)],
-                                   [0, 1, 0, 0])):
+    for fig in (
+        plots.cards_per_space(case),
+        plots.latency_by_scope(traces),
+        plots.board_copies(
+            [("start", 0), ("crash", 1), ("recover", 0), ("retry", 1)], [0, 1, 0, 0]
+        ),
+    ):
         ax = fig.axes[0]
         assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
     assert "recover() removed it" in fig.axes[0].get_title()

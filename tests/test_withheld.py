@@ -14,6 +14,7 @@ import re
 import time
 
 import pytest
+from leakcheck import holds
 
 from bureau.course.attacks import decoys
 from bureau.mediation.mediator import PolicyMediator
@@ -21,8 +22,10 @@ from bureau.mediation.policy import default_policy_path, load_policy, parse_poli
 from bureau.service.read_paths import as_text
 
 LEAK_SIGMAS = 4.0
-_VOLATILE = re.compile(r'"(id|at|request_id|requested_at|invocation_id|query|question)": '
-                       r'"[^"]*"|"\d{15,}"')
+_VOLATILE = re.compile(
+    r'"(id|at|request_id|requested_at|invocation_id|query|question)": '
+    r'"[^"]*"|"\d{15,}"'
+)
 
 
 @pytest.fixture
@@ -60,8 +63,9 @@ def test_guessing_a_withheld_card_learns_nothing_beyond_chance(policy, case, pur
             start = time.perf_counter()
             m = agent.consult("informant", guess, purpose=purpose)
             times.append(time.perf_counter() - start)
-            text = as_text(m).replace(guess, "<the guess>")  # its own words come back
-            assert card.content not in text and "0427" not in text and "safe-code" not in text
+            # Its own words come back; random ids (hex) may hold "0427" by chance, so blank them.
+            text = _shape(m).replace(guess, "<the guess>")
+            assert card.content not in text and not holds(text, "0427") and "safe-code" not in text
             assert all(s.latency_ms == 0 and not s.below_threshold for s in m.answer.trace.scopes)
             shapes.add(_shape(m.answer.text) + _shape([d.action for d in m.decisions]))
             last = [e for e in case.events() if e.type == "retrieval.completed"][-1]
@@ -81,6 +85,5 @@ def test_the_requester_cannot_set_the_threshold(case):
     agent = case.agent("detective")
     with pytest.raises(TypeError):
         agent.consult("informant", "the safe", threshold=-1)  # no such parameter
-    r = agent.call_tool("consult", {"owner": "informant", "question": "the safe",
-                                    "threshold": -1})
+    r = agent.call_tool("consult", {"owner": "informant", "question": "the safe", "threshold": -1})
     assert r["error"] == "ToolCallError"
