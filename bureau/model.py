@@ -67,6 +67,9 @@ class MemoryCard:
     """The id of the card a promotion copied."""
     tool_source: str | None = None
     """Where tool output came from, as the tool reported it (a URL or a tool name)."""
+    copied_from: str | None = None
+    """A task-scope value that repeats an untrusted card: that card's id (see
+    :mod:`bureau.tiers.inheritance`)."""
 
     @property
     def is_board_copy(self) -> bool:

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
 from ..task_scopes import scope_name_of
-from ..tiers import is_untrusted
+from ..tiers import is_untrusted, shown_source
 
 UNKNOWN = "I don't know."
 
@@ -27,8 +27,15 @@ class Responder(Protocol):
 
 
 def _source(card: MemoryCard) -> str:
-    if is_untrusted(card):  # tool output (issue 14): named as such, its text quoted as data
-        return f"untrusted tool output from {card.tool_source or 'a tool'} (quoted, unverified)"
+    where = _where(card)
+    if is_untrusted(card):  # tool output (issue 14): named as such, its text quoted as data;
+        # the source is the tool's own claim, so it is quoted and cut short too (issue 19 §4)
+        tool = f"untrusted tool output from {shown_source(card.tool_source)} (quoted, unverified)"
+        return tool if where == "my private notes" else f"{where}: {tool}"
+    return where
+
+
+def _where(card: MemoryCard) -> str:
     if card.owner == BOARD:
         return f"the bulletin board (published by {card.source_role})"
     if scope_name_of(card.owner):  # a shared task scope's value (issue 14)

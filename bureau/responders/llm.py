@@ -29,7 +29,7 @@ from ..errors import ConfigurationError
 from ..model import BOARD, Answer, LLMExchange, MemoryCard, RetrievalTrace
 from ..settings import LLMSettings
 from ..task_scopes import scope_name_of
-from ..tiers import EPHEMERAL, labels
+from ..tiers import EPHEMERAL, labels, shown_source
 from .evidence import UNKNOWN, EvidenceResponder
 
 SYSTEM = (
@@ -61,17 +61,22 @@ def evidence_packet(evidence: Sequence[MemoryCard]) -> list[dict[str, str]]:
 
 
 def _packet_source(card: MemoryCard) -> str:
-    if card.owner == BOARD:
-        return f"bulletin board, published by {card.source_role}"
-    if scope_name_of(card.owner):  # a shared task scope's value (issue 14)
-        return f"shared task scope {scope_name_of(card.owner)}, written by {card.source_role}"
+    """Where a card came from, for the model. An untrusted card says so wherever it sits (a
+    board copy or a scope value of tool output keeps its label, issue 19 §4); the tool's
+    self-reported source is quoted and cut short."""
     lab = labels(card)
-    if lab.tier == EPHEMERAL:
-        return f"tool output from {card.tool_source or 'a tool'}, fetched in this run"
-    if lab.untrusted:
-        return (f"your {lab.tier} memory: tool output from {card.tool_source or 'a tool'}, "
-                "kept after review")
-    return "your private memory"
+    tool = f"tool output from {shown_source(card.tool_source)}"
+    if card.owner == BOARD:
+        where = f"bulletin board, published by {card.source_role}"
+    elif scope_name_of(card.owner):  # a shared task scope's value (issue 14)
+        where = f"shared task scope {scope_name_of(card.owner)}, written by {card.source_role}"
+    elif lab.tier == EPHEMERAL:
+        return f"{tool}, fetched in this run"
+    elif lab.untrusted:
+        return f"your {lab.tier} memory: {tool}, kept by promotion"
+    else:
+        return "your private memory"
+    return f"{where}: {tool}" if lab.untrusted else where
 
 
 def build_messages(role: str, question: str, packet: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -74,7 +74,7 @@ class Case:
         )
         self._ctx = ctx
         ledger = bureau.ledger
-        self.task_scopes = TaskScopes(ctx, ledger.task_scope_records)
+        self.task_scopes = TaskScopes(ctx, ledger.task_scope_records, ledger.run_records)
         """Shared task scopes (operator view; an agent uses ``agent.scopes``)."""
         self.reading = Reading(ctx, self.task_scopes)
         self.writing = Writing(ctx)

@@ -57,7 +57,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _copy_meta(source: MemoryCard) -> dict[str, str]:
+def _copy_meta(source: MemoryCard) -> dict[str, str | None]:
     return {
         "visibility": "public",
         "topic": source.topic,
@@ -68,6 +68,9 @@ def _copy_meta(source: MemoryCard) -> dict[str, str]:
         # trust tiers (issue 14): a board copy is durable, published content; it keeps the
         # trust of its source (approved tool output stays untrusted data on the board too)
         **Labels(LONG_TERM, "publication", labels(source).trust).meta(),
+        # ... and its tool source (issue 19 §4): a board copy of promoted tool output still
+        # says which tool it came from, wherever it is shown
+        "tool_source": source.tool_source,
     }
 
 

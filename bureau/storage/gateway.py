@@ -38,6 +38,7 @@ META_KEYS = (
     "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created",
     "sensitivity", "info_type", "abstraction",
     "tier", "provenance", "trust", "promoted_from", "tool_source",  # trust tiers (issue 14)
+    "copied_from",  # what a scope value inherits its labels from (issue 19 §4)
 )
 
 
@@ -434,4 +435,5 @@ class MemoryGateway:
             trust=tiers.trust,
             promoted_from=meta.get("promoted_from"),
             tool_source=meta.get("tool_source"),
+            copied_from=meta.get("copied_from"),
         )

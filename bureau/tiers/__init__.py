@@ -32,6 +32,7 @@ from .provenance import (
     parse_run_owner,
     read_labels,
     run_owner,
+    shown_source,
 )
 
 __all__ = [
@@ -60,5 +61,6 @@ __all__ = [
     "promotable",
     "read_labels",
     "run_owner",
+    "shown_source",
     "source_matches",
 ]

@@ -65,7 +65,8 @@ TRUST_BY_PROVENANCE: Mapping[str, str] = {
 }
 """The trust a card gets when it is written; a promotion or a publication keeps its source's."""
 
-META_KEYS: tuple[str, ...] = ("tier", "provenance", "trust", "promoted_from", "tool_source")
+META_KEYS: tuple[str, ...] = ("tier", "provenance", "trust", "promoted_from", "tool_source",
+                              "copied_from")
 """The card metadata this module owns (the gateway keeps them; see ``gateway.META_KEYS``)."""
 
 RUN_PREFIX = "run:"
@@ -141,6 +142,22 @@ def labels(card: MemoryCard) -> Labels:
     meta = {"seed_key": card.seed_key, "tier": card.tier, "provenance": card.provenance,
             "trust": card.trust}
     return read_labels({k: v for k, v in meta.items() if v is not None}, card.owner)
+
+
+SHOWN_SOURCE_CHARS = 60
+"""How much of a tool's self-reported source an answer or a packet shows."""
+
+
+def shown_source(source: str | None) -> str:
+    """A tool source as any answer, packet or view shows it: quoted and cut to a few dozen
+    characters. The source is what the tool (so, possibly, the attacker) reported; unquoted and
+    unbounded it would read as the bureau's own words, and could carry an instruction."""
+    if not source:
+        return "an unnamed tool"
+    text = "".join(ch if ch.isprintable() else "?" for ch in source)
+    if len(text) > SHOWN_SOURCE_CHARS:
+        text = text[: SHOWN_SOURCE_CHARS - 1] + "…"
+    return f"“{text}”"
 
 
 def is_untrusted(card: MemoryCard) -> bool:

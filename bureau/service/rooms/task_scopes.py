@@ -31,7 +31,7 @@ from ...errors import (
     InvalidArgumentError,
     UnknownScopeKeyError,
 )
-from ...model import CaseSpace
+from ...model import BOARD, CaseSpace, MemoryCard
 from ...task_scopes.inbox import InboxPage, check_cursor, check_page
 from ...task_scopes.membership import (
     Membership,
@@ -48,9 +48,12 @@ from ...task_scopes.versions import (
     next_version,
 )
 from ...text import clean_text
+from ...tiers import run_owner
+from ...tiers.inheritance import inherited_meta
 from .context import CaseContext
 
 if TYPE_CHECKING:
+    from ...ledger.runs import RunStore
     from ...ledger.task_scopes import TaskScopeStore
     from ...model import Event
 
@@ -65,10 +68,12 @@ class TaskScopes:
     the operator's own view is :meth:`all` and :meth:`memberships`.
     """
 
-    def __init__(self, ctx: CaseContext, store: TaskScopeStore) -> None:
+    def __init__(self, ctx: CaseContext, store: TaskScopeStore,
+                 runs: RunStore | None = None) -> None:
         self._ctx = ctx
         self.gateway = ctx.gateway
         self.store = store
+        self._runs = runs
         self.case_id = ctx.case_id
         self.token = ctx.token
 
@@ -244,7 +249,8 @@ class TaskScopes:
                     f"version is {current}); pass the version you read.")
         written_at = time.time()
         log = log_owner_id(name)
-        card = self.gateway.add(space, log, content, _meta(key, "scope-write", role))
+        labels = inherited_meta(content, self._untrusted_seen(space, role))
+        card = self.gateway.add(space, log, content, {**_meta(key, "scope-write", role), **labels})
         try:
             result, events = self.store.record_write(
                 self.case_id, self.token, name, role, key, version, read_version,
@@ -253,13 +259,26 @@ class TaskScopes:
             self.gateway.delete_or_gone(space, log, card.id)  # the write never happened
             raise
         self._notify(events)
-        self._settle(space, name, {card.id: content})
+        self._settle(space, name, {card.id: card})
         return result
 
-    def _settle(self, space: CaseSpace, name: str, known: dict[str, str] | None = None) -> int:
+    def _untrusted_seen(self, space: CaseSpace, role: str) -> list[MemoryCard]:
+        """Every untrusted card ``role`` could have read and pasted: its live runs' tool
+        output, its own promoted tool output, the board's and its scopes' untrusted values."""
+        owners = [role, BOARD, *self.view(role)]
+        seen = [c for o in owners
+                for c in self.gateway.list(space, o, where={"trust": "untrusted"})]
+        for rec in self._runs.all(self.case_id) if self._runs is not None else []:
+            if rec.role == role and rec.token == self.token:
+                seen += self.gateway.list(space, run_owner(rec.run_id, role))
+        return seen
+
+    def _settle(self, space: CaseSpace, name: str,
+                known: dict[str, MemoryCard] | None = None) -> int:
         """Make each key's searchable card show its current winner; returns cards replaced.
 
-        ``known``: texts of log cards at hand (the caller's own write), saving a store read.
+        ``known``: log cards at hand (the caller's own write), saving a store read. The shown
+        card keeps the log card's labels: a pasted tool output stays untrusted (issue 19 §4).
         """
         gw = self.gateway
         main, log = scope_owner_id(name), log_owner_id(name)
@@ -270,14 +289,12 @@ class TaskScopes:
                 break
             for r in rows:
                 win_card = str(r["win_card"])
-                text = (known or {}).get(win_card)
-                if text is None:
-                    src = gw.get(space, log, win_card)
-                    if src is None:  # the scope was deleted meanwhile
-                        continue
-                    text = src.content
-                new = gw.add(space, main, text, _meta(str(r["skey"]), "scope-value",
-                                                      str(r["writer"]), win_card))
+                src = (known or {}).get(win_card) or gw.get(space, log, win_card)
+                if src is None:  # the scope was deleted meanwhile
+                    continue
+                new = gw.add(space, main, src.content,
+                             {**_meta(str(r["skey"]), "scope-value", str(r["writer"]), win_card),
+                              **_inherited(src)})
                 old = str(r["shown_card"]) if r["shown_card"] else None
                 if self.store.settle_key(self.case_id, name, str(r["skey"]),
                                                 int(r["win_seq"]), old, new.id):
@@ -287,6 +304,14 @@ class TaskScopes:
                 else:  # another holder settled this key first, or a newer write won
                     gw.delete_or_gone(space, main, new.id)
         return replaced
+
+
+def _inherited(log_card: MemoryCard) -> dict[str, Any]:
+    """The labels a log card took from what it copies (see :mod:`bureau.tiers.inheritance`)."""
+    if log_card.trust != "untrusted":
+        return {}
+    return {"provenance": log_card.provenance, "trust": log_card.trust,
+            "tool_source": log_card.tool_source, "copied_from": log_card.copied_from}
 
 
 def _meta(key: str, kind: str, writer: str, source_id: str | None = None) -> dict[str, Any]:
