@@ -9,11 +9,13 @@ or says "I don't know" when nothing cleared the relevance threshold.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from ..model import BOARD, Answer, MemoryCard, RetrievalTrace
 from ..task_scopes import scope_name_of
 from ..tiers import is_untrusted, shown_source
+from .grounding import UNVERIFIED, Grounds
 
 UNKNOWN = "I don't know."
 
@@ -49,20 +51,42 @@ def _text(card: MemoryCard) -> str:
 
 
 class EvidenceResponder:
-    """Answers from relevant evidence only; cites exactly the cards it used."""
+    """Answers from relevant evidence only; cites exactly the cards it used.
+
+    ``defend`` applies the in-run defence (:mod:`.grounding`): trusted evidence wins, and
+    untrusted tool output alone never makes an answer known. ``defend=False`` is the answer
+    a system without it gives (the poisoning lab's ablation), never a default.
+    """
 
     name = "evidence"
 
-    def __init__(self, max_cited: int = 2) -> None:
+    def __init__(self, max_cited: int = 2, *, defend: bool = True) -> None:
         self.max_cited = max_cited
+        self.defend = defend
 
     def respond(
         self, role: str, question: str, evidence: Sequence[MemoryCard], trace: RetrievalTrace
     ) -> Answer:
         if not evidence:
             return Answer(UNKNOWN, False, (), self.name, trace)
-        best = sorted(evidence, key=lambda c: -(c.score or 0.0))[: self.max_cited]
+        grounds = Grounds.of(evidence)
+        if not self.defend:
+            return self._quote(evidence, trace, known=True)
+        if grounds.trusted:
+            answer = self._quote(grounds.trusted, trace, known=True)
+            if grounds.untrusted:
+                n = len(grounds.untrusted)
+                aside = (f" (Set aside: {n} untrusted tool output{'s' if n > 1 else ''} "
+                         "that trusted evidence outranks.)")
+                answer = replace(answer, text=answer.text + aside)
+            return answer
+        unverified = self._quote(grounds.untrusted, trace, known=False)
+        return replace(unverified, text=f"{UNVERIFIED} {unverified.text}")
+
+    def _quote(self, cards: Sequence[MemoryCard], trace: RetrievalTrace, *,
+               known: bool) -> Answer:
+        best = sorted(cards, key=lambda c: -(c.score or 0.0))[: self.max_cited]
         lines = [f"According to {_source(best[0])}: {_text(best[0])}"]
         for extra in best[1:]:
             lines.append(f"Also, from {_source(extra)}: {_text(extra)}")
-        return Answer(" ".join(lines), True, tuple(c.id for c in best), self.name, trace)
+        return Answer(" ".join(lines), known, tuple(c.id for c in best), self.name, trace)

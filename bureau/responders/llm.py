@@ -31,6 +31,7 @@ from ..settings import LLMSettings
 from ..task_scopes import scope_name_of
 from ..tiers import EPHEMERAL, labels, shown_source
 from .evidence import UNKNOWN, EvidenceResponder
+from .grounding import Grounds, reply_verdict
 
 SYSTEM = (
     "You are the {role} in a detective game. Answer the question using ONLY the evidence cards "
@@ -202,6 +203,9 @@ class LLMResponder:
         if known and not cited:
             return reject("known without a citation")
         ids = tuple(dict.fromkeys(refs[r].id for r in cited))
+        why = reply_verdict([refs[r] for r in cited], known, Grounds.of(evidence))
+        if why is not None:  # the in-run defence: a steered reply is not the role's answer
+            return reject(why)
         return Answer(answer.strip(), known, ids, self.name, trace, exchange=record)
 
 
