@@ -155,15 +155,40 @@ def figure(row: pd.Series | dict[str, Any], name: str, interval: bool = True) ->
 
 
 def finding(summary: pd.DataFrame) -> str:
-    """The headline in one sentence, from the numbers."""
+    """The headline in one sentence, from the numbers: the figure that could have failed (the
+    victim's answers inside the run that fetched the pages, with and without the in-run
+    defence) first; the after-run tiers figure under its name, a deletion check."""
     rows = summary[summary["scope"] == ALL].set_index("config")
-    no, tiers, eager = rows.loc[NO_TIERS], rows.loc[TIERS], rows.loc[OVER_EAGER]
-    return (f"Without tiers {int(no['trigger_success_count'])} of "
-            f"{int(no['trigger_success_of'])} trigger questions retrieved a poisoned card "
-            f"({pct(no['trigger_success'])}); with tiers "
-            f"{int(tiers['trigger_success_count'])} did ({pct(tiers['trigger_success'])}); an "
-            f"over-eager promotion rule brought it back to {int(eager['trigger_success_count'])}"
-            f" ({pct(eager['trigger_success'])})")
+    no, tiers, run = rows.loc[NO_TIERS], rows.loc[TIERS], rows.loc[IN_RUN]
+    return (f"Inside the run that fetched the pages, the victim's answer stated the poison as "
+            f"fact for {int(run['hijack_undefended_count'])} of "
+            f"{int(run['hijack_undefended_of'])} trigger questions without the in-run defence "
+            f"({pct(run['hijack_undefended'])}) and {int(run['hijack_defended_count'])} with it "
+            f"({pct(run['hijack_defended'])}), while it still answered "
+            f"{int(run['answered_defended_count'])} of {int(run['answered_defended_of'])} "
+            f"questions from their own card (without the defence: "
+            f"{int(run['answered_undefended_count'])}); without tiers "
+            f"{int(no['hijack_defended_count'])} answers were hijacked even with the defence "
+            f"(a poison stored as ordinary memory is trusted). After the run, "
+            f"{int(tiers['trigger_success_count'])} of {int(tiers['trigger_success_of'])} "
+            "trigger questions retrieved a poison: a deletion check (the cards are gone)")
+
+
+def _answers_table(summary: pd.DataFrame, scope: str) -> str:
+    rows = []
+    for _, r in summary[summary["scope"] == scope].iterrows():
+        rows.append([r["label"], figure(r, "hijack_undefended"), figure(r, "hijack_defended"),
+                     figure(r, "benign_hijack_defended", False),
+                     figure(r, "answered_undefended", False),
+                     figure(r, "answered_defended", False),
+                     figure(r, "trigger_all_poisoned", False), figure(r, "trigger_top1", False),
+                     figure(r, "trigger_success", False)])
+    return _md_table(
+        ["configuration", "answer hijacked, no in-run defence (95 % CI)",
+         "answer hijacked, with the defence (95 % CI)", "… benign questions, with it",
+         "answered from its own card, no defence", "… with the defence",
+         "retrieval: every top-k card poisoned (AgentPoison)", "poison at rank 1",
+         "at least one poison in top-k"], rows)
 
 
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -236,7 +261,18 @@ Measured at the retrieval stage, with no model: real PowerMem + embedded seekdb 
   poisoned when it carries the trigger (no legitimate card does; checked per trial), so a
   promoted copy counts too.
 
-## Results (all trials)
+## Answers: what the victim was told (all trials)
+
+The victim's evidence-mode answer to each question, from the very retrieval below. *Hijacked*:
+the answer is "known" and rests on a poisoned card (the payload stated as fact). The in-run
+defence (`bureau/responders/grounding.py`): trusted evidence wins, and untrusted tool output
+alone is never "known". *Answered from its own card*: known, citing the question's answer card
+(what the defence could cost). The *after the run* rows are a **deletion check**: the poisons are
+gone from storage when the run ends, so 0 there cannot come out otherwise.
+
+{_answers_table(summary, ALL)}
+
+## Retrieval (all trials)
 
 {_main_table(summary, ALL)}{per_dataset}
 
@@ -284,13 +320,14 @@ whole construction is deterministic (`bureau/poisoning/attack.py`, `data/poisoni
 
 ## Caveats
 
-* Retrieval only: whether a model obeys a retrieved poison is not measured here (the injection
-  lab, `python -m bureau injection`, measures a stand-in model).
+* Answers are the evidence responder's; whether a model obeys a retrieved poison is not
+  measured here (the injection lab, `python -m bureau injection`, measures a stand-in model).
 * The attacker knows each target question's key terms and writes them into the poison (a strong
   attacker, like PoisonedRAG's); benign questions on the same topic therefore retrieve the poison
   too (the *same topic, no trigger* column), which AgentPoison's optimised trigger avoids.
-* Tiers do not help inside the run that fetched the page: there the poison is retrieved like any
-  card, flagged untrusted and handed to a responder as data (the *inside the run* row).
+* Tiers alone do not help inside the run that fetched the page: there the poison is retrieved
+  like any card (the *inside the run* row of the retrieval table); what stops it reaching the
+  answer as fact is the in-run defence (the answers table).
 * {sizes['trials']} trials; intervals are wide for small runs (`--limit`). Where every trial
   scores the same (0 % or 100 %) the bootstrap interval collapses to a point; the Wilson 95 %
   interval of the pooled count says how far the data alone bound the rate: trigger retrieval
@@ -314,10 +351,13 @@ def console_lines(summary: pd.DataFrame, result: PoisonResult) -> list[str]:
         lines.append(f"{'all trials' if scope == ALL else scope} (k = {result.k}; counts, % and "
                      "95 % CI over trials)")
         lines.append(f"{'configuration':52s} {'trigger retrieval':>26s} {'benign impact':>24s} "
-                     f"{'displaced clean hits':>26s}")
+                     f"{'displaced clean hits':>26s} {'hijacked, no defence':>26s} "
+                     f"{'hijacked, defended':>26s}")
         for _, r in summary[summary["scope"] == scope].iterrows():
             lines.append(f"{r['label']:52s} {_cell(r, 'trigger_success'):>26s} "
-                         f"{_cell(r, 'benign_impact'):>24s} {_cell(r, 'displaced_share'):>26s}")
+                         f"{_cell(r, 'benign_impact'):>24s} {_cell(r, 'displaced_share'):>26s} "
+                         f"{_cell(r, 'hijack_undefended'):>26s} "
+                         f"{_cell(r, 'hijack_defended'):>26s}")
         lines.append("")
     lines.append("published: " + "; ".join(f"{a.figure.split(',')[0]} {pct(a.value)} "
                                           f"({a.source.split(', ')[-1]})" for a in ANCHORS))
@@ -336,7 +376,9 @@ def headline(summary: pd.DataFrame, seconds: float) -> dict[str, Any]:
     for config in (*CONFIGS, IN_RUN):
         r = rows.loc[config]
         out[config] = {name: [int(r[f"{name}_count"]), int(r[f"{name}_of"])]
-                       for name in ("trigger_success", "benign_impact", "displaced_share")}
+                       for name in ("trigger_success", "benign_impact", "displaced_share",
+                                    "hijack_undefended", "hijack_defended",
+                                    "answered_undefended", "answered_defended")}
     return out
 
 
