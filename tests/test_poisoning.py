@@ -284,6 +284,23 @@ def test_tiers_keep_poison_out_of_later_retrieval(mini_result):
     assert set(poisoned[poisoned["config"] == IN_RUN]["tier"]) == {"ephemeral"}
 
 
+def test_the_in_run_defence_stops_the_answer_hijack_the_run_would_suffer(mini_result):
+    """Inside the run, the undefended answer states the poison as fact (the attack works: the
+    negative control); the defended one does not; storing the poison as ordinary memory
+    (no tiers) defeats the defence, since the poison is then trusted."""
+    rows = mini_result.rows
+    trig = rows[rows["kind"] == "trigger"].groupby("config")
+    undefended, defended = trig["hijack_undefended"].sum(), trig["hijack_defended"].sum()
+    assert undefended[IN_RUN] > 0 and defended[IN_RUN] == 0
+    assert defended[NO_TIERS] == undefended[NO_TIERS] > 0
+    assert undefended[CLEAN] == 0 and undefended[TIERS] == 0
+    answered = rows.groupby("config")[["answered_undefended", "answered_defended"]].sum()
+    assert answered.loc[IN_RUN, "answered_defended"] >= answered.loc[IN_RUN, "answered_undefended"]
+    assert answered.loc[CLEAN, "answered_defended"] > 0
+    # AgentPoison's own definition (every retrieved card poisoned) is recorded beside top-1
+    assert rows["all_poisoned"].le(rows["n_poisoned"] > 0).all()
+
+
 def test_lab_cases_are_deleted_with_cleanup(bureau, mini_result):
     for case_id in [*mini_result.trials["case_a"], *mini_result.trials["case_b"]]:
         with pytest.raises(UnknownCaseError):
