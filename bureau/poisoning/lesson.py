@@ -34,6 +34,8 @@ LESSON_COLUMNS = {
     "benign_impact": "benign impact",
     "displaced_share_count": "displaced clean hits",
     "displaced_share_of": "clean top-k slots",
+    "hijack_undefended_count": "answers hijacked, no in-run defence",
+    "hijack_defended_count": "answers hijacked, with it",
 }
 
 __all__ = ["CONFIG_LABELS", "finding", "lab_result", "plot_poisoning", "poisoning_table",
