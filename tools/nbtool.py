@@ -54,7 +54,7 @@ COURSE: list[Lesson] = [
     Lesson("02_interrogate.ipynb", "02 · Interrogate: the memory X-ray",
            "the memory X-ray: scopes, scores, threshold, misses, latency"),
     Lesson("03_publish.ipynb", "03 · Publish: the saga in slow motion",
-           "the only way out of a private space, the saga behind it, a crash and "
+           "publishing, the first way out of a private space: the saga behind it, a crash and "
            "`case.recover()`"),
     Lesson("04_attacks.ipynb", "04 · Attacks that fail, and why",
            "prompt injection, injected cards, cross-case publish, tampering, stage peeking, "

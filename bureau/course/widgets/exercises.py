@@ -15,6 +15,7 @@ from typing import Any
 from ...errors import BureauError, UnknownCardError
 from ...model import BOARD
 from ...service import Case
+from .. import progress
 from ..cast import Cast
 
 
@@ -245,7 +246,10 @@ def register(exercise: Exercise) -> Exercise:
 
 
 def check(exercise_id: str, case: Case, answer: Any = None) -> Verdict:
-    """Check one exercise against the case's real state; returns a friendly verdict."""
+    """Check one exercise against the case's real state; returns a friendly verdict, and keeps
+    the attempt in the learner's progress record (lesson 00 shows the table)."""
     if exercise_id not in EXERCISES:
         return not_yet(f"There is no exercise {exercise_id!r}; known: {', '.join(EXERCISES)}.")
-    return EXERCISES[exercise_id].check(case, answer)
+    verdict = EXERCISES[exercise_id].check(case, answer)
+    progress.record(case.bureau.settings.data_dir, "check", exercise_id, verdict.ok)
+    return verdict

@@ -1,0 +1,103 @@
+"""A learner's progress: which exercise checks passed, which quiz questions were answered right,
+and the predictions written before a reveal (issue 21 §4).
+
+Kept in the learner's own data directory (``progress.sqlite3``, beside the ledger; the directory
+is owner-only), so it survives a kernel restart and a ``make lab`` the next day, and a classroom
+tenant can hold it later without the lessons changing. Only the learner's own notebook writes
+it; it holds exercise and question ids, right or wrong, and the learner's own prediction text,
+never a card or a question put to the bureau.
+
+Every attempt is a row (append-only): the table shows the latest state, and "tried three times
+before it passed" stays visible to the learner.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pandas as pd
+
+FILE = "progress.sqlite3"
+KINDS = ("check", "quiz", "prediction")
+MAX_DETAIL = 2000
+"""A prediction longer than this is cut (it is a sentence or two, not an essay)."""
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS progress (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    lesson TEXT NOT NULL, kind TEXT NOT NULL, item TEXT NOT NULL,
+    ok INTEGER, detail TEXT, at REAL NOT NULL)"""
+
+
+def progress_path(data_dir: str | Path) -> Path:
+    return Path(data_dir) / FILE
+
+
+def _connect(data_dir: str | Path) -> sqlite3.Connection:
+    path = progress_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    new = not path.exists()
+    conn = sqlite3.connect(path, timeout=10)
+    if new:
+        path.chmod(0o600)
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def lesson_of(item: str) -> str:
+    """``"03-footprint"`` and ``"q03-2"`` both belong to lesson ``"03"``."""
+    digits = item.lstrip("q")[:2]
+    return digits if digits.isdigit() else "?"
+
+
+def record(data_dir: str | Path, kind: str, item: str, ok: bool | None,
+           detail: str | None = None) -> None:
+    """Append one attempt. Never raises on a full disk or a read-only directory: progress is a
+    convenience, and a lesson must still run top to bottom without it."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    try:
+        with closing(_connect(data_dir)) as conn, conn:
+            conn.execute(
+                "INSERT INTO progress (lesson, kind, item, ok, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (lesson_of(item), kind, item, None if ok is None else int(bool(ok)),
+                 None if detail is None else str(detail)[:MAX_DETAIL], time.time()))
+    except (sqlite3.Error, OSError):
+        pass
+
+
+def attempts(data_dir: str | Path) -> pd.DataFrame:
+    """Every attempt, oldest first (columns ``lesson, kind, item, ok, detail, at``)."""
+    path = progress_path(data_dir)
+    cols = ["lesson", "kind", "item", "ok", "detail", "at"]
+    if not path.exists():
+        return pd.DataFrame(columns=cols)
+    with closing(sqlite3.connect(path, timeout=10)) as conn:
+        return pd.read_sql_query(f"SELECT {', '.join(cols)} FROM progress ORDER BY seq", conn)
+
+
+def progress_table(data_dir: str | Path, lessons: list[str] | None = None) -> pd.DataFrame:
+    """One row per lesson: exercise checks passed, quiz questions right (latest answer per
+    question), predictions written. ``lessons``: the rows to show even when empty."""
+    df = attempts(data_dir)
+    rows = []
+    names = lessons or sorted(set(df["lesson"]))
+    for lesson in names:
+        mine = df[df["lesson"] == lesson]
+        checks = mine[mine["kind"] == "check"]
+        quiz = mine[mine["kind"] == "quiz"].drop_duplicates("item", keep="last")
+        rows.append({
+            "lesson": lesson,
+            "checks passed": int(checks[checks["ok"] == 1]["item"].nunique()),
+            "check attempts": len(checks),
+            "quiz right": int((quiz["ok"] == 1).sum()),
+            "quiz answered": len(quiz),
+            "predictions": int(mine[mine["kind"] == "prediction"]["item"].nunique()),
+        })
+    return pd.DataFrame(rows, columns=["lesson", "checks passed", "check attempts",
+                                       "quiz right", "quiz answered", "predictions"])
+
+
+__all__ = ["FILE", "attempts", "lesson_of", "progress_path", "progress_table", "record"]
