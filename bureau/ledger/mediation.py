@@ -402,6 +402,12 @@ class MediationStore:
                 f"The audit ledger {self._conn!r} fails its hash chain: {result}.")
         return result
 
+    def chain_lost(self) -> bool:
+        """The ledger holds no audit entry, but the anchor records some (a lost ledger)."""
+        with self._conn.tx() as db:
+            row = db.one(f"SELECT 1 AS x FROM {self._conn.t('audit')} LIMIT 1")
+        return row is None and self._keys.anchor().seq > 0
+
     def clear_case(self, db: Tx, case_id: str) -> None:
         """Limits, grants and budget (the cards they name are gone); never audit entries. A
         case whose state was sealed gets a new seal (empty; ``live`` unless it was deleted).
