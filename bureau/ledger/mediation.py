@@ -62,7 +62,15 @@ class MediationStore:
         self._conn = conn
         self._events = events
         self._keys = keys
+        self._verified: dict[str, tuple[Any, ...]] = {}
+        """MACs this process checked or computed, with what they cover: a row read again
+        unchanged is not re-hashed on every read (its bytes are compared instead)."""
         self._key = self._open_key()
+
+    def _remember(self, digest: str, covers: tuple[Any, ...]) -> None:
+        if len(self._verified) > 50_000:
+            self._verified.clear()
+        self._verified[digest] = covers
 
     # -- the key, and ledgers from before it -------------------------------------------------
     def _open_key(self) -> bytes:
@@ -148,12 +156,16 @@ class MediationStore:
         for table in STATE_TABLES:
             rows = db.all(f"SELECT * FROM {self._conn.t(table)} WHERE case_id = ?", (case_id,))
             for row in rows:
+                values = tuple(row[c] for c in STATE_TABLES[table])
+                if self._verified.get(row["mac"]) == (table, values):
+                    continue  # this very row was checked (or written) by this process
                 if not hmac.compare_digest(str(row.get("mac")),
                                            row_mac(self._key, table, row)):
                     name = {c: row[c] for c in STATE_KEYS[table]}
                     raise StateTamperedError(
                         f"The {table} row {name} of case {case_id} was changed outside the "
                         f"bureau (its MAC does not hold); it is not used.", table, name)
+                self._remember(row["mac"], (table, values))
             state[table] = rows
         return state
 
@@ -165,9 +177,11 @@ class MediationStore:
                      " seal IS NOT NULL ORDER BY seq DESC LIMIT 1", (rec.case_id,))
         sealed: dict[str, Any] = {}
         if row is not None:
-            if not hmac.compare_digest(entry_hash(self._key, row), str(row["hash"])):
+            if self._verified.get(row["hash"]) != ("audit", row["seq"], row["case_id"], row["seal"]) and \
+                    not hmac.compare_digest(entry_hash(self._key, row), str(row["hash"])):
                 raise AuditTamperedError(f"The audit ledger {self._conn!r}: entry {row['seq']} "
                                          "(a state seal) was changed after it was written.")
+            self._remember(row["hash"], ("audit", row["seq"], row["case_id"], row["seal"]))
             sealed = json.loads(row["seal"])
             if sealed["live"] and sealed["token"] != rec.token:
                 raise StateTamperedError(
@@ -198,6 +212,7 @@ class MediationStore:
         cols = STATE_TABLES[table]
         row = {c: row[c] for c in cols}
         row["mac"] = row_mac(self._key, table, row)
+        self._remember(row["mac"], (table, tuple(row[c] for c in cols)))
         db.run(f"REPLACE INTO {self._conn.t(table)} ({', '.join(row)}) VALUES"
                f" ({', '.join('?' for _ in row)})", tuple(row.values()))
         keys = STATE_KEYS[table]

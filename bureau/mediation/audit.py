@@ -57,7 +57,7 @@ def canonical(entry: dict[str, Any]) -> str:
 
 
 def mac(key: bytes, message: str) -> str:
-    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, message.encode(), "sha256").hex()
 
 
 def legacy_hash(seq: int, prev_hash: str, body: str) -> str:
