@@ -149,6 +149,31 @@ class AuditTamperedError(DamagedDataError):
     hint = "Restore the ledger from a backup; the message names the first entry that fails."
 
 
+class StateTamperedError(AuditTamperedError):
+    """A state row (a card limit, a grant, a budget) was changed, added or removed outside the
+    bureau: its keyed MAC, or the case's state seal in the audit chain, does not hold. Nothing
+    is read from such a row; ``table`` and ``row`` name it (``row`` is ``None`` when a row is
+    missing or was restored from an older copy)."""
+
+    hint = ("Restore the ledger from a backup (or reset the case); the bureau refuses to act on "
+            "state the audit chain does not vouch for.")
+
+    def __init__(self, message: str, table: str, row: dict[str, object] | None = None,
+                 hint: str | None = None) -> None:
+        self.table = table
+        """The table holding the row: ``card_limits``, ``grants``, ``budget`` or ``cases``."""
+        self.row = row
+        """The row's key columns, or ``None`` when the whole table fails its seal."""
+        super().__init__(message, hint)
+
+
+class AuditKeyError(ConfigurationError):
+    """The audit key file is missing, unreadable, malformed, or readable by other users."""
+
+    hint = ("The key lives beside the ledger (``audit.key`` in the data directory); restore it "
+            "from a backup, or make it owner-only with `chmod 600`.")
+
+
 # -- trust tiers (issue 14) -------------------------------------------------------------------
 class UnknownTierError(InvalidArgumentError):
     """A tier name that is not ephemeral, session or long-term (or not allowed there)."""

@@ -272,6 +272,10 @@ class Settings:
     mediation_policy: Path | None = None
     """A purpose-bound policy file (YAML/JSON, see scenarios/README.md 'Policies'): every
     interrogation is then mediated and audited. ``None``: no mediation (pass-through)."""
+    audit_key: Path | None = None
+    """The audit key file (HMAC key of the audit chain and the state rows; its anchor lies
+    beside it). ``None``: ``audit.key`` in the data directory. Instances sharing a server store
+    must name one key (``BUREAU_AUDIT_KEY``)."""
 
     def __post_init__(self) -> None:
         """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
@@ -300,6 +304,8 @@ class Settings:
         _set(self, "publish_lease_s", _positive(self.publish_lease_s, "publish_lease_s"))
         if self.mediation_policy is not None:
             _set(self, "mediation_policy", _policy_file(self.mediation_policy, "mediation_policy"))
+        if self.audit_key is not None:
+            _set(self, "audit_key", _key_file(self.audit_key, "audit_key"))
         if self.embedder == "minilm" and self.embedding_dims != 384:
             raise ConfigurationError("MiniLM vectors have 384 dimensions; set embedding_dims=384.")
         if self.responder == "llm" and self.llm is None:
@@ -343,6 +349,8 @@ class Settings:
                               "BUREAU_LLM_BASE_URL"),
                 api_key_env=os.environ.get("BUREAU_LLM_KEY_ENV", "OPENAI_API_KEY"),
             )
+        if v := os.environ.get("BUREAU_AUDIT_KEY"):
+            env["audit_key"] = _key_file(v, "BUREAU_AUDIT_KEY")
         if v := os.environ.get("BUREAU_POLICY"):
             env["mediation_policy"] = _policy_file(v, "BUREAU_POLICY")
         env.update(overrides)
@@ -357,8 +365,22 @@ class Settings:
         return self.data_dir / "bureau.sqlite3"
 
     @property
+    def audit_key_path(self) -> Path:
+        return self.audit_key if self.audit_key is not None else self.data_dir / "audit.key"
+
+    @property
     def seekdb_path(self) -> Path:
         return self.data_dir / "seekdb"
+
+
+def _key_file(value: object, label: str) -> Path:
+    """A path for the audit key file (it may not exist yet: the first open creates it)."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise ConfigurationError(f"{label}={value!r} is not a file path.")
+    path = Path(value).expanduser()
+    if path.is_dir():
+        raise ConfigurationError(f"{label}={str(path)!r} is a directory, not a key file.")
+    return path
 
 
 def _env_number(raw: str, var: str) -> float:

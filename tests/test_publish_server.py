@@ -136,7 +136,9 @@ def seekdb_server(tmp_path_factory):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        yield ServerSettings(host=HOST, port=port)
+        settings = ServerSettings(host=HOST, port=port)
+        SERVER_KEYS[port] = base / "audit.key"  # one audit key for every instance of the server
+        yield settings
     finally:
         proc.terminate()
         try:
@@ -148,6 +150,14 @@ def seekdb_server(tmp_path_factory):
         shutil.rmtree(base, ignore_errors=True)
 
 
+SERVER_KEYS: dict[int, Path] = {}
+
+
+def server_key(server: ServerSettings) -> Path:
+    """The audit key file every instance on ``server`` shares (``BUREAU_AUDIT_KEY``)."""
+    return SERVER_KEYS[server.port]
+
+
 def instance(code: str, *args: str, server: ServerSettings, data_dir: Path,
              env: dict[str, str] | None = None) -> subprocess.Popen:
     """One service instance: its own process and data directory, the shared server."""
@@ -157,7 +167,7 @@ def instance(code: str, *args: str, server: ServerSettings, data_dir: Path,
         cwd=data_dir,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]), "BUREAU_DATA_DIR": str(data_dir),
              "BUREAU_SEEKDB_HOST": server.host, "BUREAU_SEEKDB_PORT": str(server.port),
-             **(env or {})},
+             "BUREAU_AUDIT_KEY": str(server_key(server)), **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -181,7 +191,7 @@ def test_two_instances_on_one_server_publish_once(seekdb_server, tmp_path):
         assert r["board"] == [[ids[0], card_id]]
         assert case_id in r["cases"]
 
-    ledger = ServerLedger(seekdb_server)  # the shared truth, read directly
+    ledger = ServerLedger(seekdb_server, key_path=server_key(seekdb_server))  # the shared truth, read directly
     try:
         rec = ledger.publishes.get(case_id, card_id)
         assert (rec.status, rec.copy_id, rec.attempts) == ("ready", ids[0], 1)
@@ -195,7 +205,7 @@ def test_two_instances_on_one_server_publish_once(seekdb_server, tmp_path):
 
 
 def test_an_instance_killed_mid_publish_is_taken_over_by_another(seekdb_server, tmp_path):
-    ledger = ServerLedger(seekdb_server)
+    ledger = ServerLedger(seekdb_server, key_path=server_key(seekdb_server))
     try:
         killed = instance(CHILD_KILLED, server=seekdb_server,
                           data_dir=tmp_path / "instance-c",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, finish, run_python
-from test_publish_server import seekdb_server  # noqa: F401 - a module-scoped fixture
+from test_publish_server import seekdb_server, server_key  # noqa: F401 - a module fixture
 
 from bureau import BOARD
 from bureau.errors import (
@@ -653,7 +653,7 @@ def test_processes_sharing_a_store_never_make_the_same_card_ids(bureau, tmp_path
 def test_the_server_ledger_has_the_tables_and_the_rules(seekdb_server):  # noqa: F811
     from bureau.ledger.server import ServerLedger
 
-    ledger = ServerLedger(seekdb_server)
+    ledger = ServerLedger(seekdb_server, key_path=server_key(seekdb_server))
     scopes = ledger.task_scope_records
     case_id = f"scopes-{os.getpid()}-{int(time.time())}"
     try:

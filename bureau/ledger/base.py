@@ -14,6 +14,8 @@ share one :class:`~bureau.ledger.connection.Connection`:
 * ``ledger.task_scope_records``: :class:`~bureau.ledger.task_scopes.TaskScopeStore` (shared task
   scopes);
 * ``ledger.connection``: the connection itself (transactions, table names, retries);
+* ``ledger.keys``: :class:`~bureau.ledger.keys.AuditKeys`, the audit key and anchor (files
+  outside the ledger: the chain and the state rows are keyed, issue 19 §3);
 * ``ledger.snapshots`` (server backend only): :class:`~bureau.ledger.server.SnapshotStore`.
 
 An operation that spans stores is still one transaction: a store takes the others it writes
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING
 from .cases import CaseRows, CaseStore
 from .connection import Connection
 from .events import EventStore
+from .keys import AuditKeys
 from .mediation import MediationStore
 from .publishes import PublishStore
 from .runs import RunStore
@@ -49,12 +52,16 @@ if TYPE_CHECKING:
 class BaseLedger:
     """The stores of one ledger over one connection (see the module docstring)."""
 
-    def __init__(self, connection: Connection, case_rows: Sequence[CaseRows] = ()) -> None:
-        """``case_rows``: a backend's own stores whose rows a case delete forgets too."""
+    def __init__(self, connection: Connection, keys: AuditKeys,
+                 case_rows: Sequence[CaseRows] = ()) -> None:
+        """``keys``: the audit key and anchor (files outside the ledger, see
+        :mod:`bureau.ledger.keys`); ``case_rows``: a backend's own stores whose rows a case
+        delete forgets too."""
         self.connection = connection
+        self.keys = keys
         self.event_log = EventStore(connection)
         self.publishes = PublishStore(connection)
-        self.mediation = MediationStore(connection, self.event_log)
+        self.mediation = MediationStore(connection, self.event_log, keys)
         self.run_records = RunStore(connection)
         self.task_scope_records = TaskScopeStore(connection, self.event_log)
         self.cases = CaseStore(

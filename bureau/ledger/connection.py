@@ -28,6 +28,13 @@ class Tx:
     def __init__(self, cursor: Any, paramstyle: str) -> None:
         self._cur = cursor
         self._format = paramstyle == "format"
+        self.on_commit: list[Callable[[], None]] = []
+        """Run once the transaction committed (never after a rollback): e.g. moving the audit
+        anchor, which must not run ahead of the ledger."""
+
+    def committed(self) -> None:
+        for fn in self.on_commit:
+            fn()
 
     def run(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         if self._format:

@@ -24,6 +24,17 @@ TASK_SCOPE_TABLES = ("task_scopes", "task_scope_members", "task_scope_writes", "
 """Shared task scopes (issue 14): one row per scope; per (scope, role) ever invited; every write,
 stale ones too; per key, the winning write and the card that shows it; inbox notices."""
 
+ADDED_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("cases", "token", "TEXT", "VARCHAR(32)"),
+    ("card_limits", "mac", "TEXT", "CHAR(64)"),
+    ("grants", "mac", "TEXT", "CHAR(64)"),
+    ("budget", "mac", "TEXT", "CHAR(64)"),
+    ("audit", "seal", "TEXT", "VARCHAR(512)"),
+)
+"""Columns newer than some ledgers on disk: ``(table, column, SQLite type, server type)``, added
+when such a ledger is opened (case tokens; the keyed audit's row MACs and state seals, issue 19
+§3). The tables' DDL below already has them."""
+
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS cases (
   case_id TEXT PRIMARY KEY, scenario_id TEXT NOT NULL, title TEXT NOT NULL,
@@ -52,22 +63,22 @@ CREATE TABLE IF NOT EXISTS cleanup_tasks (
 );
 CREATE TABLE IF NOT EXISTS card_limits (
   case_id TEXT NOT NULL, card_id TEXT NOT NULL, owner TEXT NOT NULL,
-  expires_at REAL, revoked_at REAL, reason TEXT,
+  expires_at REAL, revoked_at REAL, reason TEXT, mac TEXT,
   PRIMARY KEY (case_id, card_id)
 );
 CREATE TABLE IF NOT EXISTS grants (
   grant_id TEXT PRIMARY KEY, case_id TEXT NOT NULL, card_id TEXT NOT NULL,
   requester TEXT, recipient TEXT, purpose TEXT, action TEXT NOT NULL,
-  created_at REAL NOT NULL, expires_at REAL, revoked_at REAL
+  created_at REAL NOT NULL, expires_at REAL, revoked_at REAL, mac TEXT
 );
 CREATE INDEX IF NOT EXISTS grants_case ON grants(case_id, card_id);
 CREATE TABLE IF NOT EXISTS budget (
   case_id TEXT NOT NULL, requester TEXT NOT NULL, owner TEXT NOT NULL, spent REAL NOT NULL,
-  PRIMARY KEY (case_id, requester, owner)
+  mac TEXT, PRIMARY KEY (case_id, requester, owner)
 );
 CREATE TABLE IF NOT EXISTS audit (
   seq INTEGER PRIMARY KEY, case_id TEXT NOT NULL, token TEXT, kind TEXT NOT NULL,
-  action TEXT, entry TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL
+  action TEXT, entry TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, seal TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_case ON audit(case_id, seq);
 CREATE TABLE IF NOT EXISTS audit_head (
@@ -152,24 +163,25 @@ SERVER_SCHEMA = (
     )""",
     """CREATE TABLE IF NOT EXISTS {p}card_limits (
       case_id VARCHAR(128) NOT NULL, card_id VARCHAR(64) NOT NULL, owner VARCHAR(128) NOT NULL,
-      expires_at DOUBLE, revoked_at DOUBLE, reason VARCHAR(255),
+      expires_at DOUBLE, revoked_at DOUBLE, reason VARCHAR(255), mac CHAR(64),
       PRIMARY KEY (case_id, card_id)
     )""",
     """CREATE TABLE IF NOT EXISTS {p}grants (
       grant_id VARCHAR(64) NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL,
       card_id VARCHAR(64) NOT NULL, requester VARCHAR(128), recipient VARCHAR(32),
       purpose VARCHAR(128), action VARCHAR(16) NOT NULL, created_at DOUBLE NOT NULL,
-      expires_at DOUBLE, revoked_at DOUBLE, KEY {p}grants_case (case_id, card_id)
+      expires_at DOUBLE, revoked_at DOUBLE, mac CHAR(64), KEY {p}grants_case (case_id, card_id)
     )""",
     """CREATE TABLE IF NOT EXISTS {p}budget (
       case_id VARCHAR(128) NOT NULL, requester VARCHAR(128) NOT NULL,
-      owner VARCHAR(128) NOT NULL, spent DOUBLE NOT NULL,
+      owner VARCHAR(128) NOT NULL, spent DOUBLE NOT NULL, mac CHAR(64),
       PRIMARY KEY (case_id, requester, owner)
     )""",
     """CREATE TABLE IF NOT EXISTS {p}audit (
       seq BIGINT NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL, token VARCHAR(32),
       kind VARCHAR(32) NOT NULL, action VARCHAR(32), entry LONGTEXT NOT NULL,
-      prev_hash CHAR(64) NOT NULL, hash CHAR(64) NOT NULL, KEY {p}audit_case (case_id, seq)
+      prev_hash CHAR(64) NOT NULL, hash CHAR(64) NOT NULL, seal VARCHAR(512),
+      KEY {p}audit_case (case_id, seq)
     )""",
     """CREATE TABLE IF NOT EXISTS {p}runs (
       run_id VARCHAR(32) NOT NULL PRIMARY KEY, case_id VARCHAR(128) NOT NULL,

@@ -16,15 +16,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pymysql
 import pymysql.cursors
 
 from ..errors import ConfigurationError
-from ..settings import ServerSettings
+from ..settings import ServerSettings, default_data_dir
 from .base import BaseLedger
 from .connection import Connection, Tx
-from .schema import SERVER_SCHEMA
+from .keys import KEY_FILE, AuditKeys
+from .schema import ADDED_COLUMNS, SERVER_SCHEMA
 
 _LOCK_CONFLICT = {1205, 1213, 6002, 6005}
 """Lock wait timeout, deadlock, and OceanBase's transaction-rollback/row-lock-conflict codes."""
@@ -59,11 +61,12 @@ class ServerConnection(Connection):
                     except pymysql.err.OperationalError as exc:
                         if exc.args[0] != 1050:  # created by another instance meanwhile
                             raise
-                try:  # tables made before case tokens existed
-                    db.run(f"ALTER TABLE {self.prefix}cases ADD COLUMN token VARCHAR(32)")
-                except pymysql.err.OperationalError as exc:
-                    if exc.args[0] != 1060:  # duplicate column: already there
-                        raise
+                for table, column, _, kind in ADDED_COLUMNS:  # tables from an older version
+                    try:
+                        db.run(f"ALTER TABLE {self.prefix}{table} ADD COLUMN {column} {kind}")
+                    except pymysql.err.OperationalError as exc:
+                        if exc.args[0] != 1060:  # duplicate column: already there
+                            raise
         except pymysql.err.OperationalError as exc:
             raise ConfigurationError(
                 f"Cannot use the ledger tables on {server.host}:{server.port}/{server.db_name}: "
@@ -98,7 +101,8 @@ class ServerConnection(Connection):
         conn.begin()
         try:
             with conn.cursor() as cur:
-                yield Tx(cur, "format")
+                t = Tx(cur, "format")
+                yield t
         except pymysql.err.OperationalError as exc:
             _rollback(conn)
             if exc.args and exc.args[0] in _LOCK_CONFLICT:
@@ -108,6 +112,7 @@ class ServerConnection(Connection):
             _rollback(conn)
             raise
         conn.commit()
+        t.committed()
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -143,11 +148,15 @@ class ServerLedger(BaseLedger):
 
     connection: ServerConnection
 
-    def __init__(self, server: ServerSettings, connect_timeout: float = 10.0) -> None:
+    def __init__(self, server: ServerSettings, connect_timeout: float = 10.0,
+                 key_path: Path | None = None) -> None:
+        """``key_path``: the audit key, outside the server's tables (default: ``audit.key`` in
+        the default data directory); every instance on one server needs the same key."""
         self.server = server
         connection = ServerConnection(server, connect_timeout)
         self.snapshots = SnapshotStore(connection)
-        super().__init__(connection, case_rows=(self.snapshots,))
+        super().__init__(connection, AuditKeys(key_path or default_data_dir() / KEY_FILE),
+                         case_rows=(self.snapshots,))
 
 
 def _rollback(conn: pymysql.connections.Connection) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from ..errors import LedgerDamagedError
 from .base import BaseLedger
 from .connection import Connection, Tx
-from .schema import SQLITE_SCHEMA
+from .keys import KEY_FILE, AuditKeys
+from .schema import ADDED_COLUMNS, SQLITE_SCHEMA
 
 
 class SqliteConnection(Connection):
@@ -43,9 +44,9 @@ class SqliteConnection(Connection):
             db.execute("PRAGMA busy_timeout=30000")
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SQLITE_SCHEMA)
-            columns = {r[1] for r in db.execute("PRAGMA table_info(cases)")}
-            if "token" not in columns:  # a ledger written before case tokens existed
-                db.execute("ALTER TABLE cases ADD COLUMN token TEXT")
+            for table, column, kind, _ in ADDED_COLUMNS:  # a ledger from an older version
+                if column not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             db.commit()
         except sqlite3.DatabaseError as exc:
             raise _damaged(self.path, exc) from exc
@@ -107,7 +108,9 @@ class SqliteConnection(Connection):
     @contextmanager
     def tx(self, write: bool = False) -> Iterator[Tx]:
         with self.connect(immediate=write) as db:
-            yield Tx(db.cursor(), "qmark")
+            t = Tx(db.cursor(), "qmark")
+            yield t
+        t.committed()
 
 
 class Ledger(BaseLedger):
@@ -115,9 +118,11 @@ class Ledger(BaseLedger):
 
     connection: SqliteConnection
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, key_path: Path | None = None) -> None:
+        """``key_path``: the audit key (default ``audit.key`` beside the ledger file)."""
         self.path = Path(path)
-        super().__init__(SqliteConnection(self.path))
+        super().__init__(SqliteConnection(self.path),
+                         AuditKeys(key_path or self.path.with_name(KEY_FILE)))
 
 
 def _damaged(path: Path, exc: BaseException) -> LedgerDamagedError:

@@ -20,7 +20,7 @@ from ..storage.gateway import MemoryGateway
 
 STORE_FIELDS = frozenset({
     "data_dir", "store", "server", "collection", "embedder", "embedding_model",
-    "embedding_dims", "embedding_base_url", "embedding_api_key_env",
+    "embedding_dims", "embedding_base_url", "embedding_api_key_env", "audit_key",
 })
 """Settings fixed for the life of a process: PowerMem keeps one store (and one vector space)."""
 
@@ -60,14 +60,15 @@ def build_gateway(settings: Settings) -> MemoryGateway:
 
 
 def build_ledger(settings: Settings) -> BaseLedger:
-    """SQLite under the data directory, or the tables on the seekdb/OceanBase server."""
+    """SQLite under the data directory, or the tables on the seekdb/OceanBase server; either
+    keyed by the audit key file outside it (``settings.audit_key_path``)."""
     if settings.store == "server":
         from ..ledger.server import ServerLedger
 
-        return ServerLedger(settings.server)
+        return ServerLedger(settings.server, key_path=settings.audit_key_path)
     from ..ledger.sqlite import Ledger
 
-    return Ledger(settings.ledger_path)
+    return Ledger(settings.ledger_path, key_path=settings.audit_key_path)
 
 
 def build_responder(settings: Settings) -> Responder:

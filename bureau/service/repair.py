@@ -62,7 +62,7 @@ class RepairReport:
 
 def _ledger(settings: Settings, move_damaged: bool) -> tuple[BaseLedger, str | None]:
     try:
-        return build_ledger(settings), None
+        ledger = build_ledger(settings)
     except LedgerDamagedError:
         if not move_damaged or settings.store != "embedded":
             raise
@@ -73,7 +73,24 @@ def _ledger(settings: Settings, move_damaged: bool) -> tuple[BaseLedger, str | N
             side = path.with_name(path.name + extra)
             if side.exists():
                 side.rename(aside.with_name(aside.name + extra))
+        _keys_aside(settings, aside.name)
         return build_ledger(settings), str(aside)
+    if move_damaged and settings.store == "embedded" and ledger.mediation.chain_lost():
+        # A lost ledger rebuilt empty: its audit anchor still records the old chain, so every
+        # append would be refused as a wiped chain. Adopting means starting a new chain.
+        ledger.close()
+        _keys_aside(settings, f"lost-{int(time.time())}")
+        ledger = build_ledger(settings)
+    return ledger, None
+
+
+def _keys_aside(settings: Settings, suffix: str) -> None:
+    """Move the audit key and anchor aside: they belong to the chain moved aside (it can still
+    be verified with them); the rebuilt ledger starts a new chain under a new key."""
+    key = settings.audit_key_path
+    for side in (key, key.with_name(key.name.removesuffix(".key") + ".anchor")):
+        if side.exists():
+            side.rename(side.with_name(f"{side.name}.{suffix}"))
 
 
 def repair(
