@@ -243,9 +243,13 @@ def naive_answer(bureau: Bureau, case: Case, role: str, question: str, responder
     return responder.respond(role, question, shared_pool(bureau, case, question), trace)
 
 
-def _outcome(system: str, case: Case, answer: Answer, requests: Sequence[Any],
+def measure(system: str, case: Case, answer: Answer, requests: Sequence[Any],
              target: Target, readable: Sequence[MemoryCard], secret: Secret,
              extra: Sequence[MemoryCard] = ()) -> Outcome:
+    """Judge one system's answer: what the model was sent, both readings of its reply.
+
+    ``readable``: the cards the attacker may read; a cited card counts as disclosed only when
+    its *text* is not among theirs (judged by content, not by id)."""
     ex = answer.exchange
     # What the system added to the asker's own words: the system prompt and the packet (the
     # question is the asker's input; whatever it quotes, the asker already had).
@@ -407,8 +411,8 @@ def run_trial(bureau: Bureau, scenario: str, injection: Injection, voices: Voice
             naive = naive_answer(bureau, case, target.attacker, answer.trace.question,
                                  voices.naive, answer.trace)
             n_req = voices.naive_model.since(nn) if voices.naive_model else []
-            outcomes = (_outcome("bureau", case, answer, b_req, target, readable, secret),
-                        _outcome("naive", case, naive, n_req, target, readable, secret))
+            outcomes = (measure("bureau", case, answer, b_req, target, readable, secret),
+                        measure("naive", case, naive, n_req, target, readable, secret))
         # Last: the attacker's own agent may write notes and publish, which must not count
         # against the two systems measured before it.
         tools = _tool_outcome(case, target, question, voices, readable, secret) \
