@@ -24,6 +24,7 @@ SOURCES = {
     "data/magpie_mini": ("**/*",),
     "data/agentsocialbench_mini": ("**/*",),
     "data/poisoning": ("*.yaml", "README.md"),
+    "data/injection": ("*.yaml",),
 }
 """Repository-root directories and the files of each that ship (must match MANIFEST.in)."""
 

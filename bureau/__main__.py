@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="folder for injection.json, injection.csv and injection-summary.csv")
     inj.add_argument("--data-dir", type=Path, default=None,
                      help="store to use (default: a temporary one, removed afterwards)")
+    inj.add_argument("--own-only", action="store_true",
+                     help="the lab's own eight injections only (not AgentDojo's templates)")
     from .poisoning.cli import add_arguments as poisoning_arguments
 
     poisoning_arguments(sub.add_parser(
@@ -61,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "injection":
             from .course.injection import run_cli
 
-            print(run_cli(args.scenarios, args.temperament, args.targets, args.out, args.data_dir))
+            print(run_cli(args.scenarios, args.temperament, args.targets, args.out, args.data_dir,
+                          external=not args.own_only))
         elif args.command == "demo":
             from .course.demo import run_demo
 
