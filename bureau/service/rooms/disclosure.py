@@ -171,7 +171,7 @@ class Disclosure:
                 return card
         raise UnknownCardError(f"Case {ctx.case_id} has no card {short_repr(card_id)}.")
 
-    def derived(self, card: MemoryCard, block: bool = False) -> dict[str, str]:
+    def _derived(self, card: MemoryCard, block: bool = False) -> dict[str, str]:
         """``{card_id: owner}`` of ``card`` and of every copy derived from it, transitively
         (:func:`~bureau.mediation.derivation.closure`): board copies, promoted copies, task-scope
         writes made from it or holding its very text and their searchable values, and the copy a
@@ -207,7 +207,7 @@ class Disclosure:
         return ids
 
     def revoke(self, card_id: object, reason: str = "owner-revoked") -> list[str]:
-        """Revoke a card for good, and every copy derived from it (:meth:`derived`): no read
+        """Revoke a card for good, and every copy derived from it (:meth:`_derived`): no read
         path returns any of them again, in any process, after any restart, and none can be
         published, promoted or written into a task scope again. Revoking a copy leaves the
         card it was copied from alone. The limits are written in one ledger transaction; then a
@@ -221,7 +221,7 @@ class Disclosure:
         if cid is not None and dead.get(cid, ("", ""))[1] == "revoked":
             return [cid]
         card = self.find(card_id)
-        ids = self.derived(card, block=True)
+        ids = self._derived(card, block=True)
         self._store.limit_cards(
             ctx.case_id, ctx.token, list(ids.items()), revoke=True, reason=reason,
             audit=[{"kind": "revocation", "card_id": i, "card_owner": o,
@@ -239,7 +239,7 @@ class Disclosure:
         seconds = ttl(ttl_s)
         card = self.find(card_id)
         at = time.time() + seconds
-        ids = self.derived(card)
+        ids = self._derived(card)
         self._store.limit_cards(
             ctx.case_id, ctx.token, list(ids.items()), expires_at=at,
             audit=[{"kind": "expiry", "card_id": i, "card_owner": o, "action": "expire",

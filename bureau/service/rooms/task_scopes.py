@@ -47,7 +47,7 @@ from ...task_scopes.versions import (
     check_key,
     next_version,
 )
-from ...text import clean_text
+from ...text import card_id_text, clean_text, short_repr
 from .context import CaseContext, live
 
 if TYPE_CHECKING:
@@ -241,6 +241,9 @@ class TaskScopes:
         name = check_scope_name(name)
         key = check_key(key)
         content = clean_text(text, what="scope value")
+        if source_id is not None and card_id_text(source_id) is None:
+            raise InvalidArgumentError(f"source_id must be a card id, not "
+                                       f"{short_repr(source_id)}.")
         version = next_version(read_version)
         space = self._ctx.space()
         # Refused before anything is stored (the ledger checks again when it records).
