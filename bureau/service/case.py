@@ -199,12 +199,15 @@ class Case:
         return self.runs.end_session(role)
 
     def revoke(self, card_id: str, reason: str = "owner-revoked") -> list[str]:
-        """Revoke a card for good, on every read path, in every process, after any restart;
-        revoking an original also revokes its board copy. Returns the ids revoked."""
+        """Revoke a card for good, on every read path, in every process, after any restart
+        and any repair, with every copy derived from it (board, promoted and task-scope
+        copies); ``card_id`` may name a task-scope value (``WriteResult.card_id``). Returns the
+        ids revoked."""
         return self.disclosure.revoke(card_id, reason)
 
     def expire(self, card_id: str, ttl_s: float) -> str:
-        """Let a card expire ``ttl_s`` seconds from now; returns the expiry time (UTC, ISO)."""
+        """Let a card and every copy derived from it expire ``ttl_s`` seconds from now;
+        returns the expiry time (UTC, ISO)."""
         return self.disclosure.expire(card_id, ttl_s)
 
     def grant(

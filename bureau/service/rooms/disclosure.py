@@ -203,7 +203,9 @@ class Disclosure:
                 extra.append(rec.copy_id)
         if block or extra:
             ids = closure(ctx.gateway.list(space), [card.id, *extra])
-            ids = {cid: owner or (BOARD if cid in extra else owner) for cid, owner in ids.items()}
+            # a copy a record names but the store no longer holds is still limited, as the
+            # board's (a late write of it is then dead on arrival)
+            ids = {cid: owner or (BOARD if cid in extra else "") for cid, owner in ids.items()}
         return ids
 
     def revoke(self, card_id: object, reason: str = "owner-revoked") -> list[str]:

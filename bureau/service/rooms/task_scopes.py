@@ -287,10 +287,11 @@ class TaskScopes:
             if not rows:
                 break
             _, dead = self._ctx.view()
+            rows = [r for r in rows if str(r["win_card"]) not in dead]
+            if not rows:  # a revoked or expired value is never shown again
+                break
             for r in rows:
                 win_card = str(r["win_card"])
-                if win_card in dead:  # a revoked or expired value is never shown again
-                    continue
                 text = (known or {}).get(win_card)
                 if text is None:
                     src = gw.get(space, log, win_card)
