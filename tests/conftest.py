@@ -43,7 +43,7 @@ SLOW_FILES = {"test_run_all", "test_install"}
 ``slow`` as well as what they need, so `make check` stays under a minute."""
 AREAS = {
     "publish": r"test_(publish_\w+|saga_story)",
-    "mediation": r"test_(mediation_\w+|policy_\w+|leakage_mediated|outward_views)",
+    "mediation": r"test_(mediation_\w+|policy_\w+|leakage_mediated|outward_views|revocation_cascade)",
     "tiers": r"test_(tiers|lesson_08)",
     "task_scopes": r"test_(task_scopes|scope_topk)",
     "leakage": r"test_(leakage_\w+|leak_metrics|magpie|agentsocialbench)",

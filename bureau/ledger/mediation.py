@@ -275,6 +275,39 @@ class MediationStore:
 
         self._conn.retrying(run)
 
+    def limit_cards(
+        self, case_id: str, token: str | None, cards: list[tuple[str, str]], *,
+        expires_at: float | None = None, revoke: bool = False, reason: str | None = None,
+        audit: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """:meth:`limit_card` for several cards ``(card_id, owner)`` at once: a card and every
+        copy derived from it are limited in one transaction, never some of them (issue 19)."""
+        now = time.time()
+        t = self._conn.t("card_limits")
+
+        def run() -> None:
+            with self._conn.tx(write=True) as db:
+                live_case(self._conn, db, case_id, token)
+                for card_id, owner in cards:
+                    row = db.one(f"SELECT * FROM {t} WHERE case_id = ? AND card_id = ?"
+                                 f"{self._conn.for_update}", (case_id, card_id))
+                    if row is None:
+                        db.run(f"INSERT INTO {t} (case_id, card_id, owner, expires_at,"
+                               " revoked_at, reason) VALUES (?, ?, ?, ?, ?, ?)",
+                               (case_id, card_id, owner, expires_at, now if revoke else None,
+                                reason))
+                    else:  # an expiry only ever comes sooner; a revocation stays
+                        at = row["expires_at"]
+                        if expires_at is not None:
+                            at = expires_at if at is None else min(float(at), expires_at)
+                        db.run(f"UPDATE {t} SET expires_at = ?, revoked_at = ?, reason = ?"
+                               " WHERE case_id = ? AND card_id = ?",
+                               (at, row["revoked_at"] or (now if revoke else None),
+                                reason or row["reason"], case_id, card_id))
+                self._append_audit(db, case_id, token, audit or [])
+
+        self._conn.retrying(run)
+
     def card_limits(self, case_id: str) -> list[dict[str, Any]]:
         """Every expiry and revocation of a case (the audit view marks cards with them)."""
         with self._conn.tx() as db:

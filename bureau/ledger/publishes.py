@@ -13,7 +13,7 @@ from typing import Any
 
 from .connection import Connection, Tx
 from .owners import is_stale, process_token
-from .rows import CleanupTask, Publication
+from .rows import BLOCKED, CleanupTask, Publication
 
 
 class PublishStore:
@@ -53,6 +53,8 @@ class PublishStore:
         """
         seen = self.get(case_id, source_id)
         if seen is not None:
+            if seen.blocked:
+                return "revoked", seen
             if seen.status == "ready":
                 return "ready", seen
             if seen.status == "pending" and not is_stale(seen):
@@ -79,6 +81,8 @@ class PublishStore:
                 outcome = "reserved"
             else:
                 rec = Publication(**row)
+                if rec.blocked:
+                    return "revoked", rec
                 if rec.status == "ready":
                     return "ready", rec
                 if rec.status == "pending" and not is_stale(rec, now):
@@ -97,8 +101,8 @@ class PublishStore:
     def _fenced(self, sql_set: str, params: tuple[Any, ...], case_id: str, source_id: str,
                 attempt: int, status: str = "pending", owner: str | None = None) -> bool:
         """Change a record only if it is still in the state the caller saw (compare-and-set)."""
-        where = " AND attempts = ? AND status = ?"
-        extra: tuple[Any, ...] = (attempt, status)
+        where = " AND attempts = ? AND status = ? AND (error IS NULL OR error <> ?)"
+        extra: tuple[Any, ...] = (attempt, status, BLOCKED)
         if owner is not None:
             where += " AND owner = ?"
             extra += (owner,)
@@ -142,13 +146,43 @@ class PublishStore:
 
     def drop(self, case_id: str, source_id: str, rec: Publication | None = None) -> bool:
         """Forget a record (only if it is still ``rec``, when given)."""
-        sql = f"DELETE FROM {self._pub_where()}"
-        params: tuple[Any, ...] = (case_id, source_id)
+        sql = f"DELETE FROM {self._pub_where()} AND (error IS NULL OR error <> ?)"
+        params: tuple[Any, ...] = (case_id, source_id, BLOCKED)
         if rec is not None:
             sql += " AND attempts = ? AND status = ?"
             params += (rec.attempts, rec.status)
         with self._conn.tx(write=True) as db:
             return db.run(sql, params).rowcount == 1
+
+    def block(self, case_id: str, source_id: str, source_role: str) -> Publication | None:
+        """Revocation: the card ``source_id`` may never be published again (issue 19).
+
+        The record, in whatever state (pending, failed, ready, or none yet), becomes *blocked*
+        (``failed`` with error :data:`~bureau.ledger.rows.BLOCKED`) and its attempt counter moves
+        on, so a publisher still at work can neither mark it ready nor fail it, ``recover()``
+        cannot complete it, and no later publish reserves it. Returns the record as it was
+        (its ``copy_id`` names a copy to revoke too)."""
+        now = time.time()
+
+        def run() -> Publication | None:
+            with self._conn.tx(write=True) as db:
+                row = db.one(f"SELECT * FROM {self._pub_where()}{self._conn.for_update}",
+                             (case_id, source_id))
+                if row is None:
+                    db.run(
+                        f"INSERT INTO {self._conn.t('publications')} (case_id, source_id,"
+                        " source_role, status, copy_id, attempts, owner, lease_until,"
+                        " created_at, updated_at, error)"
+                        " VALUES (?, ?, ?, 'failed', NULL, 1, 'revoked', 0, ?, ?, ?)",
+                        (case_id, source_id, source_role, now, now, BLOCKED))
+                    return None
+                db.run(f"UPDATE {self._conn.t('publications')} SET status = 'failed',"
+                       " error = ?, attempts = attempts + 1, updated_at = ?"
+                       " WHERE case_id = ? AND source_id = ?",
+                       (BLOCKED, now, case_id, source_id))
+                return Publication(**row)
+
+        return self._conn.retrying(run)
 
     def restore(self, case_id: str, source_id: str, source_role: str, copy_id: str) -> None:
         """Repair: a ready record for a board copy found in the store (bureau.service.repair)."""

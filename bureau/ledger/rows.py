@@ -53,6 +53,10 @@ def parse_store_id(store_id: str) -> tuple[str, str | None, int] | None:
     return (case_id, token, int(epoch)) if epoch.isdigit() and token else None
 
 
+BLOCKED = "revoked"
+"""The error of a publish record whose source was revoked (:meth:`PublishStore.block`)."""
+
+
 @dataclass(frozen=True)
 class Publication:
     case_id: str
@@ -66,6 +70,11 @@ class Publication:
     created_at: float
     updated_at: float
     error: str | None
+
+    @property
+    def blocked(self) -> bool:
+        """Its source was revoked: never reserved, completed or taken over again."""
+        return self.status == "failed" and self.error == BLOCKED
 
 
 @dataclass(frozen=True)

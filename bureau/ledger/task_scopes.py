@@ -307,7 +307,7 @@ class TaskScopeStore:
                     "scope.written", {"scope": name, "writer": writer, "version": version,
                                       "seq": seq, "stale": not won})])
             result = WriteResult(name, key, version, writer, written_at, not won, win_version,
-                                 win_writer, seq)
+                                 win_writer, seq, card_id)
             return result, events
 
         return self._conn.retrying(run)
@@ -330,6 +330,17 @@ class TaskScopeStore:
             rows = db.all(f"SELECT skey FROM {self._conn.t('task_scope_keys')} WHERE"
                           " case_id = ? AND scope_name = ? ORDER BY skey", (case_id, name))
         return [r["skey"] for r in rows]
+
+    def key_winners(self, case_id: str, name: str, role: str) -> dict[str, str]:
+        """Each key and the log card of its winning write, as a member reads them (the room
+        drops keys whose value was revoked or expired)."""
+        with self._conn.tx() as db:
+            self._member_scope(db, case_id, name, role)
+            rows = db.all(f"SELECT k.skey, w.card_id FROM {self._conn.t('task_scope_keys')} k"
+                          f" JOIN {self._conn.t('task_scope_writes')} w ON w.seq = k.win_seq"
+                          " WHERE k.case_id = ? AND k.scope_name = ? ORDER BY k.skey",
+                          (case_id, name))
+        return {r["skey"]: str(r["card_id"]) for r in rows}
 
     def history(self, case_id: str, name: str, role: str, key: str) -> list[ScopeWrite]:
         """Every write of a key, stale ones included, in the order they were recorded."""

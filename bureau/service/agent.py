@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import Principal
 from ..agents.tools import REQUESTER_TOOLS, ROLE_TOOLS, parse_call, schemas
-from ..errors import BureauError
+from ..errors import BureauError, InvalidArgumentError
 from ..mediation.mediator import Mediation
 from ..model import Answer, MemoryCard, RetrievalTrace
 
@@ -107,7 +107,7 @@ class Agent(Requester):
         self._writing = writing
         self._publishing = publishing
         self._runs = runs
-        self.scopes = AgentScopes(principal.name, task_scopes)
+        self.scopes = AgentScopes(principal.name, task_scopes, reading)
         """This role's task-scope operations (create, invite, accept, write, read, ...)."""
 
     @property
@@ -212,9 +212,10 @@ class Agent(Requester):
 class AgentScopes:
     """One role's task-scope operations; the acting role is the handle's, never an argument."""
 
-    def __init__(self, role: str, room: TaskScopes) -> None:
+    def __init__(self, role: str, room: TaskScopes, reading: Reading) -> None:
         self._role = role
         self._room = room
+        self._reading = reading
 
     def create(self, name: str) -> TaskScope:
         return self._room.create(self._role, name)
@@ -240,9 +241,18 @@ class AgentScopes:
     def delete(self, name: str) -> TaskScope:
         return self._room.delete(name, self._role)
 
-    def write(self, name: str, key: str, text: str, *,
-              read_version: int | None = None) -> WriteResult:
-        return self._room.write(name, self._role, key, text, read_version)
+    def write(self, name: str, key: str, text: str | None = None, *,
+              read_version: int | None = None, from_card: str | None = None) -> WriteResult:
+        """Write ``text`` to ``key``, or the text of one card this role may read
+        (``from_card``): such a value records the card as its source, so revoking or expiring
+        the card reaches the value and its history too (issue 19)."""
+        if from_card is None:
+            return self._room.write(name, self._role, key, text, read_version)
+        if text is not None:
+            raise InvalidArgumentError("Pass either text or from_card, not both.")
+        card = self._reading.card(self._role, from_card)  # the one refusal for any other id
+        return self._room.write(name, self._role, key, card.content, read_version,
+                                source_id=card.id)
 
     def read(self, name: str, key: str) -> ScopeValue:
         return self._room.read(name, self._role, key)

@@ -20,6 +20,7 @@ from ..agents import ROLE, Principals
 from ..errors import InvalidArgumentError, UnknownCardError
 from ..ledger import CaseRecord
 from ..mediation import DecidingMediator
+from ..mediation.derivation import TOMBSTONE_OWNER
 from ..mediation.grants import Grant
 from ..model import BOARD, Answer, CaseSpace, Event, MemoryCard, RetrievalTrace
 from ..scenario import Scenario
@@ -27,6 +28,7 @@ from ..settings import check_threshold
 from ..text import MAX_WHOLE, short_repr
 from .agent import Agent, Requester
 from .rooms import CaseContext, Disclosure, Publishing, Reading, Runs, TaskScopes
+from .rooms.context import live
 from .rooms.writing import Writing
 
 if TYPE_CHECKING:
@@ -197,12 +199,15 @@ class Case:
         return self.runs.end_session(role)
 
     def revoke(self, card_id: str, reason: str = "owner-revoked") -> list[str]:
-        """Revoke a card for good, on every read path, in every process, after any restart;
-        revoking an original also revokes its board copy. Returns the ids revoked."""
+        """Revoke a card for good, on every read path, in every process, after any restart
+        and any repair, with every copy derived from it (board, promoted and task-scope
+        copies); ``card_id`` may name a task-scope value (``WriteResult.card_id``). Returns the
+        ids revoked."""
         return self.disclosure.revoke(card_id, reason)
 
     def expire(self, card_id: str, ttl_s: float) -> str:
-        """Let a card expire ``ttl_s`` seconds from now; returns the expiry time (UTC, ISO)."""
+        """Let a card and every copy derived from it expire ``ttl_s`` seconds from now;
+        returns the expiry time (UTC, ISO)."""
         return self.disclosure.expire(card_id, ttl_s)
 
     def grant(
@@ -228,7 +233,8 @@ class Case:
         cards = self.bureau.gateway.list(self.space)
         out: dict[str, list[MemoryCard]] = {r: [] for r in [*self.role_names, BOARD]}
         for c in cards:
-            out.setdefault(c.owner, []).append(c)
+            if c.owner != TOMBSTONE_OWNER:  # ids of revoked cards, no memory of anyone's
+                out.setdefault(c.owner, []).append(c)
         return out
 
     def seed_card(self, key: str) -> MemoryCard:
@@ -263,8 +269,10 @@ class Case:
         """The projector view: counts per role, the board, the last retrieval summary."""
         gw = self.bureau.gateway
         space, dead = self._ctx.view()
-        board = [c for c in gw.list(space, BOARD) if c.id not in dead]
-        hidden = {r: sum(1 for owner, _ in dead.values() if owner == r) for r in self.role_names}
+        board = [c for c in gw.list(space, BOARD) if live(c, dead)]
+        counts = {r: 0 for r in self.role_names}
+        for r in self.role_names:  # what each role holds and may still read (revoked: erased)
+            counts[r] = sum(1 for c in gw.list(space, r) if live(c, dead))
         last = None
         event = self.bureau.ledger.event_log.last(self.id, "retrieval.completed")
         if event is not None:
@@ -274,7 +282,7 @@ class Case:
         return {
             "case_id": self.id,
             "title": self.scenario.title,
-            "private_counts": {r: gw.count(space, r) - hidden[r] for r in self.role_names},
+            "private_counts": counts,
             "board": [
                 {"id": c.id, "content": c.content, "topic": c.topic, "source_role": c.source_role,
                  "created_at": c.created_at}

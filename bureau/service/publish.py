@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
+    CardRevokedError,
     PublishError,
     PublishPendingError,
     UnknownCardError,
@@ -55,6 +56,10 @@ POLL_S = 0.02
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _revoked(source_id: str) -> CardRevokedError:
+    return CardRevokedError(f"Card {source_id} was revoked; it is not published (again).")
 
 
 def _copy_meta(source: MemoryCard) -> dict[str, str | None]:
@@ -103,6 +108,8 @@ class Publisher:
         deadline = time.monotonic() + wait_s
         while True:
             outcome, rec = self.publishes.reserve(self.case_id, source.id, role, self.lease_s)
+            if outcome == "revoked":
+                raise _revoked(source.id)
             if outcome == "ready":
                 copy = self._ready_copy(rec)
                 if copy is not None:
@@ -213,6 +220,9 @@ class Publisher:
                     deadline: float) -> MemoryCard:
         """Our reservation was taken over while we were slow: defer to whoever holds it now."""
         rec = self._await_settled(source.id, deadline)
+        if rec is not None and rec.blocked:  # revoked while we copied: our copy goes again
+            self._delete_or_schedule(copy.id, "source revoked", source.id)
+            raise _revoked(source.id)
         theirs = rec.copy_id if rec is not None and rec.status == "ready" else None
         if theirs == copy.id:
             return copy  # the new owner adopted our copy
@@ -277,7 +287,7 @@ class Publisher:
         to a record is a compare-and-set, so recover() may run while others publish.
         """
         stats = {"cleanups": 0, "completed": 0, "rolled_back": 0, "orphans": 0, "duplicates": 0,
-                 "unexplained": 0}
+                 "unexplained": 0, "revoked": 0}
         ready = {r.copy_id for r in self.publishes.all(self.case_id) if r.status == "ready"}
         for task in self.publishes.cleanup_tasks(self.case_id):
             if task.card_id in ready:  # adopted after all: the task is void
@@ -302,6 +312,11 @@ class Publisher:
         records = {r.source_id: r for r in self.publishes.all(self.case_id)}
         for source_id, rec in records.items():
             found = copies.get(source_id, [])
+            if rec.blocked:  # revoked: whatever an attempt left on the board goes (issue 19)
+                for card in found:
+                    self._delete_or_schedule(card.id, "source revoked", source_id)
+                    stats["revoked"] += 1
+                continue
             if rec.status == "pending" and not is_stale(rec, now):
                 continue  # a live publisher is at work
             keep: MemoryCard | None = None

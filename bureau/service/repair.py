@@ -8,9 +8,10 @@ orphans deletes real publications. This module says what it found and repairs on
 
 * ``python -m bureau repair`` — report: live cases, retired namespaces, unknown namespaces;
 * ``--adopt`` — re-register each unknown namespace whose case snapshot (``cases/<id>.json``)
-  survives, with its original token and epoch, and rebuild a ready publish record for every board
-  copy whose source card is still in the case (a damaged ledger is first moved aside, never
-  deleted);
+  survives, with its original token and epoch, re-apply every revocation and expiry its
+  tombstones record (to the revoked card and every copy derived from it), and rebuild a ready
+  publish record for every board copy whose source card is still in the case and not revoked
+  (a damaged ledger is first moved aside, never deleted);
 * ``--purge-unknown`` — delete the cards of namespaces that are still unknown (after adoption,
   if both are given).
 """
@@ -21,8 +22,9 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from ..errors import BureauError, LedgerDamagedError
+from ..errors import BureauError, DamagedDataError, LedgerDamagedError
 from ..ledger import BaseLedger, parse_store_id
+from ..mediation.derivation import TOMBSTONE_OWNER, Tombstone, closure
 from ..model import BOARD, CaseSpace
 from ..scenario import parse_scenario
 from ..settings import Settings
@@ -37,6 +39,8 @@ class RepairReport:
     unknown: list[str] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)
     publications_restored: int = 0
+    limits_restored: int = 0
+    """Revocations and expiries re-applied from the store's tombstones."""
     not_adoptable: dict[str, str] = field(default_factory=dict)
     purged: dict[str, int] = field(default_factory=dict)
     ledger_moved_to: str | None = None
@@ -52,7 +56,9 @@ class RepairReport:
             lines.append(f"damaged ledger moved aside to {self.ledger_moved_to}")
         if self.adopted:
             lines.append(f"adopted: {', '.join(self.adopted)} "
-                         f"({self.publications_restored} publish records rebuilt)")
+                         f"({self.publications_restored} publish records rebuilt, "
+                         f"{self.limits_restored} revocations/expiries re-applied from "
+                         "tombstones)")
         lines += [f"not adoptable: {s}: {why}" for s, why in self.not_adoptable.items()]
         lines += [f"purged {n} cards of {s}" for s, n in self.purged.items()]
         if self.unknown and not (self.adopted or self.purged):
@@ -136,10 +142,18 @@ def _adopt(settings: Settings, gateway: MemoryGateway, ledger: BaseLedger, store
                                   source=snapshot)
     except (OSError, ValueError, RecursionError, BureauError) as exc:
         return f"its snapshot {snapshot} is missing or unreadable ({type(exc).__name__})"
+    space = CaseSpace(case_id, store_id)
+    try:
+        stones = [Tombstone.parse(c) for c in gateway.list(space, TOMBSTONE_OWNER)]
+    except DamagedDataError as exc:
+        return f"a tombstone is unreadable ({exc}); adopting would forget a revocation"
     record = ledger.cases.add(case_id, scenario.id, scenario.title, token, epoch)
     records[case_id] = record
-    space = CaseSpace(case_id, store_id)
+    revoked = _respect_tombstones(gateway, ledger, space, token, scenario.role_names, stones,
+                                  report)
     for copy in gateway.list(space, BOARD):
+        if copy.id in revoked or copy.source_id in revoked:
+            continue
         source_role = next((r for r in scenario.role_names
                             if copy.source_id and gateway.get(space, r, copy.source_id)), None)
         if source_role and ledger.publishes.get(case_id, copy.source_id or "") is None:
@@ -147,3 +161,37 @@ def _adopt(settings: Settings, gateway: MemoryGateway, ledger: BaseLedger, store
             report.publications_restored += 1
     report.adopted.append(case_id)
     return None
+
+
+def _respect_tombstones(gateway: MemoryGateway, ledger: BaseLedger, space: CaseSpace,
+                        token: str, roles: list[str], stones: list[Tombstone],
+                        report: RepairReport) -> set[str]:
+    """Re-apply every revocation and expiry the case's tombstones record (issue 19): the
+    limits go back into the new ledger, over the closure of each one computed from the store
+    as it is now (so a copy derived later is caught by its link too); revoked texts still in
+    the store are deleted, and revoked private cards are barred from publishing. Returns the
+    revoked ids (no publish record is rebuilt for them)."""
+    every = gateway.list(space)
+    revoked = closure(every, [cid for st in stones if st.state == "revoked"
+                              for cid, _ in st.cards])
+    for st in stones:
+        if st.state == "expired" and st.expires_at is not None:
+            ids = {cid: owner for cid, owner in
+                   closure(every, [cid for cid, _ in st.cards]).items() if cid not in revoked}
+            ledger.mediation.limit_cards(
+                space.case_id, token, list(ids.items()), expires_at=st.expires_at,
+                audit=[{"kind": "expiry", "card_id": i, "card_owner": o, "action": "expire",
+                        "reasons": ["tombstone"]} for i, o in ids.items()])
+            report.limits_restored += len(ids)
+    if revoked:
+        ledger.mediation.limit_cards(
+            space.case_id, token, list(revoked.items()), revoke=True, reason="tombstone",
+            audit=[{"kind": "revocation", "card_id": i, "card_owner": o, "action": "revoke",
+                    "reasons": ["tombstone"]} for i, o in revoked.items()])
+        report.limits_restored += len(revoked)
+    for cid, owner in revoked.items():
+        if owner in roles:
+            ledger.publishes.block(space.case_id, cid, owner)
+        if owner:
+            gateway.delete_or_gone(space, owner, cid)
+    return set(revoked)

@@ -99,6 +99,9 @@ class ScopeValue:
     writer: str
     written_at: float
     """The writer's wall clock (seconds since the epoch) when it issued the write."""
+    card_id: str = ""
+    """The write's card in the scope's log: the id ``case.revoke`` / ``expire`` / ``grant``
+    take for this value."""
 
 
 @dataclass(frozen=True)
@@ -117,3 +120,5 @@ class WriteResult:
     winning_writer: str
     seq: int
     """Its row in the scope's history."""
+    card_id: str = ""
+    """The write's card in the scope's log (what ``case.revoke`` takes to revoke it)."""

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BoardNotWritableError, UnknownCaseError, UnknownRoleError
-from ...model import BOARD, CaseSpace, Event
+from ...mediation.derivation import parents
+from ...model import BOARD, CaseSpace, Event, MemoryCard
 from ...text import short_repr
 
 if TYPE_CHECKING:
@@ -78,6 +79,34 @@ class CaseContext:
     def emit(self, type_: str, payload: dict[str, Any]) -> Event:
         return self.record_events([(type_, payload)])[0]
 
+    def inherit(self, parent: str, derived: list[tuple[str, str]]) -> None:
+        """A card was just copied from ``parent``: the copies ``(card_id, owner)`` take on its
+        revocation or expiry, so a limit set on a card before (or while) it was copied still
+        reaches the copies of its copies (issue 19). One ledger read when the parent has none.
+        """
+        rows = {r["card_id"]: r for r in self.limits.card_limits(self.case_id)}
+        row = rows.get(parent)
+        if row is None:
+            return
+        revoked = row["revoked_at"] is not None
+        at = None if row["expires_at"] is None else float(row["expires_at"])
+
+        def covered(cid: str) -> bool:  # already limited at least as much (a repeat publish)
+            mine = rows.get(cid)
+            return mine is not None and (mine["revoked_at"] is not None or (
+                not revoked and at is not None and mine["expires_at"] is not None
+                and float(mine["expires_at"]) <= at))
+
+        derived = [(cid, owner) for cid, owner in derived if not covered(cid)]
+        if not derived:
+            return
+        kind, action = ("revocation", "revoke") if revoked else ("expiry", "expire")
+        self.limits.limit_cards(
+            self.case_id, self.token, derived, revoke=revoked, expires_at=at,
+            reason=row["reason"],
+            audit=[{"kind": kind, "card_id": cid, "card_owner": owner, "action": action,
+                    "derived_from": parent, "reasons": ["derived"]} for cid, owner in derived])
+
     def role(self, name: object) -> str:
         """The scenario's own name for a role of this case (the board is not a role)."""
         if type(name) is str and name in self.roles:
@@ -92,6 +121,12 @@ class CaseContext:
         )
 
 
+def live(card: MemoryCard, dead: Dead) -> bool:
+    """Neither ``card`` nor the card it was copied from is revoked or expired: the check every
+    read path makes (a copy written while its source was being revoked is caught by its link)."""
+    return card.id not in dead and not any(p in dead for p in parents(card))
+
+
 def public_meta(card: Any) -> dict[str, Any]:
     """What an outward event may say about a new card: which card, whose, and nothing typed.
 
@@ -101,4 +136,4 @@ def public_meta(card: Any) -> dict[str, Any]:
     return {"card_id": card.id, "owner": card.owner, "visibility": card.visibility}
 
 
-__all__ = ["CaseContext", "Dead", "EventItems", "public_meta"]
+__all__ = ["CaseContext", "Dead", "EventItems", "live", "public_meta"]

@@ -27,6 +27,7 @@ from ...agents import Principal, Principals
 from ...errors import BureauError, InvalidArgumentError, UnknownCardError, UnknownGrantError
 from ...mediation import DecidingMediator, released
 from ...mediation.audit import COLUMNS as AUDIT_COLUMNS
+from ...mediation.derivation import TOMBSTONE_OWNER, Tombstone, closure, is_scope_card
 from ...mediation.grants import Grant
 from ...mediation.invocation import Invocation
 from ...mediation.mediator import (
@@ -156,47 +157,117 @@ class Disclosure:
 
     # -- revocation, expiry, grants (operator) -----------------------------------------------
     def find(self, card_id: object) -> MemoryCard:
-        """Any card of this case, by id (the operator may name any space's card)."""
-        space = self._ctx.space()
+        """Any card of this case, by id (the operator may name any space's card, a task scope's
+        writes and values included; never a tombstone)."""
+        ctx = self._ctx
+        space = ctx.space()
         cid = card_id_text(card_id)
-        for scope in [*self._ctx.roles, BOARD] if cid is not None else []:
-            card = self._ctx.gateway.get(space, scope, cid)
+        for scope in [*ctx.roles, BOARD] if cid is not None else []:
+            card = ctx.gateway.get(space, scope, cid)
             if card is not None:
                 return card
-        raise UnknownCardError(f"Case {self._ctx.case_id} has no card {short_repr(card_id)}.")
+        for card in ctx.gateway.list(space) if cid is not None else []:
+            if card.id == cid and card.owner != TOMBSTONE_OWNER:
+                return card
+        raise UnknownCardError(f"Case {ctx.case_id} has no card {short_repr(card_id)}.")
 
-    def revoke(self, card_id: object, reason: str = "owner-revoked") -> list[str]:
-        """Revoke a card for good: no read path returns it again, in any process, after any
-        restart. Revoking an original also revokes its board copy; revoking a copy leaves the
-        owner's original private. Returns the ids revoked."""
+    def _derived(self, card: MemoryCard, block: bool = False) -> dict[str, str]:
+        """``{card_id: owner}`` of ``card`` and of every copy derived from it, transitively
+        (:func:`~bureau.mediation.derivation.closure`): board copies, promoted copies, task-scope
+        writes made from it or holding its very text and their searchable values, and the copy a
+        publish record names in any state (in flight, crashed, failed).
+
+        ``block`` (revocation): every private card of the closure is first barred from being
+        published again (:meth:`PublishStore.block`), which also fences a publish in flight;
+        then the store is listed a second time, so a copy an attempt wrote before the bar is
+        found too (one written after it is deleted by its publisher or by ``recover()``)."""
         ctx = self._ctx
-        card = self.find(card_id)
-        reason = clean_name(reason, what="reason")
-        ids = [card.id]
-        if card.owner != BOARD:
-            pub = self._publishes.get(ctx.case_id, card.id)
-            if pub is not None and pub.copy_id:
-                ids.append(pub.copy_id)
-        for cid in ids:
-            owner = card.owner if cid == card.id else BOARD
-            self._store.limit_card(
-                ctx.case_id, ctx.token, cid, owner, revoke=True, reason=reason,
-                audit=[{"kind": "revocation", "card_id": cid, "card_owner": owner,
-                        "action": "revoke", "reasons": [reason]}])
-        ctx.emit("card.revoked", {"card_ids": ids})
+        space = ctx.space()
+        every = ctx.gateway.list(space)
+        ids = closure(every, [card.id])
+        by_id = {c.id: c for c in every}
+        extra: list[str] = []
+        for cid, owner in list(ids.items()):
+            # the record of a private card of the closure, and (revoking a board copy) the
+            # record of the card it copies: that card is not published again either
+            source = by_id.get(cid)
+            key = (cid, owner) if owner in ctx.roles else (
+                (source.source_id, source.source_role)
+                if owner == BOARD and source is not None and source.source_id
+                and source.source_role in ctx.roles else None)
+            if key is None:
+                continue
+            rec = (self._publishes.block(ctx.case_id, key[0], str(key[1])) if block
+                   else self._publishes.get(ctx.case_id, key[0]))
+            if rec is not None and rec.copy_id and key[0] == cid:
+                extra.append(rec.copy_id)
+        if block or extra:
+            ids = closure(ctx.gateway.list(space), [card.id, *extra])
+            # a copy a record names but the store no longer holds is still limited, as the
+            # board's (a late write of it is then dead on arrival)
+            ids = {cid: owner or (BOARD if cid in extra else "") for cid, owner in ids.items()}
         return ids
 
-    def expire(self, card_id: object, ttl_s: object) -> str:
-        """Let a card expire ``ttl_s`` seconds from now; returns the expiry time (UTC, ISO).
-        From then on it is treated like a revoked card."""
+    def revoke(self, card_id: object, reason: str = "owner-revoked") -> list[str]:
+        """Revoke a card for good, and every copy derived from it (:meth:`_derived`): no read
+        path returns any of them again, in any process, after any restart, and none can be
+        published, promoted or written into a task scope again. Revoking a copy leaves the
+        card it was copied from alone. The limits are written in one ledger transaction; then a
+        tombstone is stored and the texts are deleted from the card store, so the revocation
+        survives the loss of the ledger (``repair --adopt`` respects tombstones). Returns the
+        ids revoked (an id revoked before: just that id, nothing changes)."""
         ctx = self._ctx
+        reason = clean_name(reason, what="reason")
+        cid = card_id_text(card_id)
+        _, dead = ctx.view()
+        if cid is not None and dead.get(cid, ("", ""))[1] == "revoked":
+            return [cid]
         card = self.find(card_id)
-        at = time.time() + ttl(ttl_s)
-        self._store.limit_card(
-            ctx.case_id, ctx.token, card.id, card.owner, expires_at=at,
-            audit=[{"kind": "expiry", "card_id": card.id, "card_owner": card.owner,
-                    "action": "expire", "expires_at": _iso(at), "reasons": ["ttl"]}])
+        ids = self._derived(card, block=True)
+        self._store.limit_cards(
+            ctx.case_id, ctx.token, list(ids.items()), revoke=True, reason=reason,
+            audit=[{"kind": "revocation", "card_id": i, "card_owner": o,
+                    "action": "revoke", "reasons": [reason]} for i, o in ids.items()])
+        self._entomb(Tombstone("revoked", tuple(ids.items()), reason=reason))
+        self._erase(ids)
+        ctx.emit("card.revoked", {"card_ids": list(ids)})
+        return list(ids)
+
+    def expire(self, card_id: object, ttl_s: object) -> str:
+        """Let a card, and every copy derived from it, expire ``ttl_s`` seconds from now;
+        returns the expiry time (UTC, ISO). From then on each is treated like a revoked card;
+        a copy made later takes the expiry on. A tombstone records it in the card store too."""
+        ctx = self._ctx
+        seconds = ttl(ttl_s)
+        card = self.find(card_id)
+        at = time.time() + seconds
+        ids = self._derived(card)
+        self._store.limit_cards(
+            ctx.case_id, ctx.token, list(ids.items()), expires_at=at,
+            audit=[{"kind": "expiry", "card_id": i, "card_owner": o, "action": "expire",
+                    "expires_at": _iso(at), "reasons": ["ttl"]} for i, o in ids.items()])
+        self._entomb(Tombstone("expired", tuple(ids.items()), expires_at=at))
         return str(_iso(at))
+
+    def _entomb(self, stone: Tombstone) -> None:
+        """Record a limit in the card store itself (ids and owners, no text)."""
+        ctx = self._ctx
+        ctx.gateway.add(ctx.space(), TOMBSTONE_OWNER, stone.text(), Tombstone.meta())
+
+    def _erase(self, ids: dict[str, str]) -> None:
+        """Delete revoked texts from the card store; a delete that fails becomes a cleanup
+        task (retried by ``recover()`` and on every open). Read paths drop the cards anyway."""
+        ctx = self._ctx
+        space = ctx.space()
+        for cid, owner in ids.items():
+            if not owner:
+                continue
+            try:
+                if ctx.gateway.delete_or_gone(space, owner, cid):
+                    continue
+            except Exception:  # noqa: BLE001 - any storage failure becomes a cleanup task
+                pass
+            self._publishes.add_cleanup(ctx.case_id, cid, owner, "revoked")
 
     def grant(
         self, card_id: object, *, requester: str | None = None, recipient: str | None = None,
@@ -221,7 +292,8 @@ class Disclosure:
             action=action, created_at=now,
             expires_at=None if ttl_s is None else now + ttl(ttl_s),
         )
-        entry = {"kind": "grant", "card_id": card.id, "card_owner": memory_owner(card),
+        owner = card.source_role if is_scope_card(card.owner) else memory_owner(card)
+        entry = {"kind": "grant", "card_id": card.id, "card_owner": owner,
                  "action": "grant", "grant_id": grant.grant_id, "granted": action,
                  "requester": grant.requester, "recipient": grant.recipient,
                  "purpose": grant.purpose, "expires_at": _iso(grant.expires_at), "reasons": []}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...errors import CardRevokedError, UnknownCardError
-from ...model import MemoryCard
+from ...model import BOARD, MemoryCard
 from ...text import card_id_text, short_repr
 from ..publish import Publisher
 from .context import CaseContext
@@ -38,7 +38,8 @@ class Publishing:
         """Copy one of ``role``'s private cards to the board (idempotent; see publish.py).
 
         ``ttl_s``: the board copy expires after that many seconds. A revoked or expired card
-        cannot be published, nor can a card whose copy was revoked: revocation is final.
+        cannot be published, nor can a card whose copy was revoked: revocation is final. A
+        copy takes on any expiry its card has (issue 19).
         """
         role = self._ctx.role(role)
         seconds = None if ttl_s is None else ttl(ttl_s)  # bad input changes nothing
@@ -48,11 +49,12 @@ class Publishing:
             raise UnknownCardError(f"{role} has no card {short_repr(card_id)} in case "
                                    f"{self._ctx.case_id}.")
         copy = self._publisher().publish(role, cid)
+        self._ctx.inherit(cid, [(copy.id, BOARD)])  # a limit set meanwhile reaches the copy
         _, dead = self._ctx.view()
-        if copy.id in dead:
+        gone = dead.get(copy.id) or dead.get(cid)
+        if gone is not None:
             raise CardRevokedError(
-                f"The board copy of card {card_id} was {dead[copy.id][1]}; it is not published "
-                "again."
+                f"Card {card_id} or its board copy was {gone[1]}; it is not published again."
             )
         if seconds is not None:
             self._disclosure.expire(copy.id, seconds)

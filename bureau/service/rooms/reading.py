@@ -23,7 +23,7 @@ from ...settings import check_limit, check_threshold
 from ...text import MAX_QUESTION_CHARS, card_id_text, clean_text, short_repr
 from ...tiers import SEARCHED_IN_RUN, SEARCHED_OUTSIDE_RUN
 from ...tiers.provenance import parse_run_owner
-from .context import CaseContext, Dead
+from .context import CaseContext, Dead, live
 
 if TYPE_CHECKING:
     from .task_scopes import TaskScopes
@@ -39,9 +39,11 @@ class RoleView:
     shown: dict[str, frozenset[str]]
 
     def keeps(self, scope: str, card: MemoryCard) -> bool:
-        """The one filter every read path applies to what the store returned."""
-        return card.id not in self.dead and (scope not in self.shown or card.id in
-                                             self.shown[scope])
+        """The one filter every read path applies to what the store returned: not revoked or
+        expired, not copied from a card that is (a copy made while its source was being
+        revoked), and for a task scope, showing a current value."""
+        return live(card, self.dead) and (scope not in self.shown or card.id in
+                                          self.shown[scope])
 
     def kept(self, scope: str, cards: Iterable[MemoryCard]) -> list[MemoryCard]:
         return [c for c in cards if self.keeps(scope, c)]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import (
     BoundaryViolation,
+    CardRevokedError,
     InvalidArgumentError,
     PromotionNotApprovedError,
     RunEndedError,
@@ -51,7 +52,7 @@ from ...tiers import (
     promotable,
     run_owner,
 )
-from .context import CaseContext
+from .context import CaseContext, live
 
 if TYPE_CHECKING:
     from ...ledger.cases import CaseStore
@@ -378,15 +379,22 @@ class Runs:
                 f"Card {card.id} is untrusted {lab.provenance} and is never promoted without an "
                 "approval step.")
         gw = self.ctx.gateway
-        space = self.ctx.space()
+        space, dead = self.ctx.view()
+        if not live(card, dead):
+            raise CardRevokedError(f"Card {card.id} (or the card it was copied from) was "
+                                   "revoked or expired; it is not promoted.")
         for existing in gw.list(space, role, where={"promoted_from": card.id}):
             if existing.tier == target:
+                if existing.id in dead:
+                    raise CardRevokedError(f"The promoted copy of card {card.id} was "
+                                           f"{dead[existing.id][1]}; it is not promoted again.")
                 return existing
         meta = {"visibility": "private", "topic": card.topic, "kind": card.kind,
                 "sensitivity": card.sensitivity, "info_type": card.info_type,
                 "abstraction": card.abstraction, "promoted_from": card.id,
                 "tool_source": card.tool_source, **Labels(target, "promotion", lab.trust).meta()}
         copy = gw.add(space, role, card.content, meta)
+        self.ctx.inherit(card.id, [(copy.id, role)])  # a limit set meanwhile reaches the copy
         reason = (f"rule:{rule.name}" if rule is not None
                   else f"approved-by:{approved_by}" if approved_by is not None else "operator")
         entry = {"kind": "promotion", "action": "promote", "card_id": copy.id,

@@ -47,10 +47,10 @@ from ...task_scopes.versions import (
     check_key,
     next_version,
 )
-from ...text import clean_text
+from ...text import card_id_text, clean_text, short_repr
 from ...tiers import run_owner
 from ...tiers.inheritance import inherited_meta
-from .context import CaseContext
+from .context import CaseContext, live
 
 if TYPE_CHECKING:
     from ...ledger.runs import RunStore
@@ -184,9 +184,15 @@ class TaskScopes:
         role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
-        space = self._ctx.space()
+        space, dead = self._ctx.view()
         win = self.store.value(self.case_id, name, role, key)
-        card = self.gateway.get(space, log_owner_id(name), win.card_id)
+        card = None if win.card_id in dead else self.gateway.get(space, log_owner_id(name),
+                                                                  win.card_id)
+        if win.card_id in dead or (card is not None and not live(card, dead)):
+            self.store.access(self.case_id, name, role)
+            raise UnknownScopeKeyError(
+                f"Task scope {name!r} has no live value for {key!r}: it was revoked or expired.",
+                "Write the key again.")
         if card is None:
             # Purged by a delete that committed after the ledger read (then: the refusal any
             # non-member gets), or lost by the store while the scope lives (damage: say so).
@@ -194,23 +200,27 @@ class TaskScopes:
             raise DamagedDataError(
                 f"The text of {key!r} (version {win.version}) in task scope {name!r} is missing "
                 "from the card store.", "Write the key again; see scope_history for its past.")
-        return ScopeValue(key, card.content, win.version, win.writer, win.written_at)
+        return ScopeValue(key, card.content, win.version, win.writer, win.written_at, card.id)
 
     def keys(self, name: object, role: str) -> list[str]:
         role = self._ctx.role(role)
         name = check_scope_name(name)
-        self._ctx.space()
-        return self.store.keys(self.case_id, name, role)
+        _, dead = self._ctx.view()
+        return [k for k, card_id in self.store.key_winners(self.case_id, name, role).items()
+                if card_id not in dead]
 
     def history(self, name: object, role: str, key: object) -> list[ScopeWrite]:
         role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
-        space = self._ctx.space()
+        space, dead = self._ctx.view()
         rows = self.store.history(self.case_id, name, role, key)
-        texts = {c.id: c.content for c in
-                 self.gateway.list(space, log_owner_id(name), where={"topic": key})}
-        return [ScopeWrite(**{**w.__dict__, "text": texts.get(w.card_id)}) for w in rows]
+        logged = self.gateway.list(space, log_owner_id(name), where={"topic": key})
+        gone = set(dead) | {c.id for c in logged if not live(c, dead)}
+        texts = {c.id: c.content for c in logged}
+        # a revoked or expired write leaves the history too (issue 19)
+        return [ScopeWrite(**{**w.__dict__, "text": texts.get(w.card_id)}) for w in rows
+                if w.card_id not in gone]
 
     def info(self, name: object, role: str) -> TaskScope:
         role = self._ctx.role(role)
@@ -228,11 +238,17 @@ class TaskScopes:
 
     # -- keyed writes ------------------------------------------------------------------------
     def write(self, name: object, role: str, key: object, text: object,
-              read_version: int | None = None) -> WriteResult:
+              read_version: int | None = None, source_id: str | None = None) -> WriteResult:
+        """Record one write of ``text`` to ``key``. ``source_id``: the card the text was
+        copied from (the agent handle's ``from_card``, checked readable there); the write's log
+        card records it, so a revocation or expiry of that card reaches the value."""
         role = self._ctx.role(role)
         name = check_scope_name(name)
         key = check_key(key)
         content = clean_text(text, what="scope value")
+        if source_id is not None and card_id_text(source_id) is None:
+            raise InvalidArgumentError(f"source_id must be a card id, not "
+                                       f"{short_repr(source_id)}.")
         version = next_version(read_version)
         space = self._ctx.space()
         # Refused before anything is stored (the ledger checks again when it records).
@@ -250,7 +266,10 @@ class TaskScopes:
         written_at = time.time()
         log = log_owner_id(name)
         labels = inherited_meta(content, self._untrusted_seen(space, role))
-        card = self.gateway.add(space, log, content, {**_meta(key, "scope-write", role), **labels})
+        card = self.gateway.add(space, log, content,
+                                {**_meta(key, "scope-write", role, source_id), **labels})
+        if source_id is not None:  # a limit set on the card meanwhile reaches the write
+            self._ctx.inherit(source_id, [(card.id, log)])
         try:
             result, events = self.store.record_write(
                 self.case_id, self.token, name, role, key, version, read_version,
@@ -287,11 +306,15 @@ class TaskScopes:
             rows = self.store.unsettled(self.case_id, name)
             if not rows:
                 break
+            _, dead = self._ctx.view()
+            rows = [r for r in rows if str(r["win_card"]) not in dead]
+            if not rows:  # a revoked or expired value is never shown again
+                break
             for r in rows:
                 win_card = str(r["win_card"])
                 src = (known or {}).get(win_card) or gw.get(space, log, win_card)
-                if src is None:  # the scope was deleted meanwhile
-                    continue
+                if src is None or not live(src, dead):  # the scope was deleted meanwhile,
+                    continue  # or the value's source was revoked or expired
                 new = gw.add(space, main, src.content,
                              {**_meta(str(r["skey"]), "scope-value", str(r["writer"]), win_card),
                               **_inherited(src)})
