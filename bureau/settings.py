@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import BureauError, ConfigurationError, InvalidArgumentError
+from .quotas import Quotas
 from .text import short_repr
 
 STORES = ("embedded", "server")
@@ -272,6 +273,9 @@ class Settings:
     mediation_policy: Path | None = None
     """A purpose-bound policy file (YAML/JSON, see scenarios/README.md 'Policies'): every
     interrogation is then mediated and audited. ``None``: no mediation (pass-through)."""
+    quotas: Quotas = field(default_factory=Quotas)
+    """Per-principal limits (consults and audit entries per minute, scope writes, run tool
+    output, inbox length): see :mod:`bureau.quotas`."""
 
     def __post_init__(self) -> None:
         """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
@@ -300,6 +304,9 @@ class Settings:
         _set(self, "publish_lease_s", _positive(self.publish_lease_s, "publish_lease_s"))
         if self.mediation_policy is not None:
             _set(self, "mediation_policy", _policy_file(self.mediation_policy, "mediation_policy"))
+        if not isinstance(self.quotas, Quotas):
+            raise ConfigurationError(f"quotas must be a bureau.quotas.Quotas, not "
+                                     f"{self.quotas!r}.")
         if self.embedder == "minilm" and self.embedding_dims != 384:
             raise ConfigurationError("MiniLM vectors have 384 dimensions; set embedding_dims=384.")
         if self.responder == "llm" and self.llm is None:
@@ -345,6 +352,8 @@ class Settings:
             )
         if v := os.environ.get("BUREAU_POLICY"):
             env["mediation_policy"] = _policy_file(v, "BUREAU_POLICY")
+        if v := os.environ.get("BUREAU_QUOTAS"):
+            env["quotas"] = Quotas.parse(v)
         env.update(overrides)
         return cls(**env)  # type: ignore[arg-type]
 
