@@ -182,4 +182,4 @@ def lifted(holder: Any) -> Iterator[None]:
         holder.settings = holder.settings.with_(quotas=before.quotas)
 
 
-__all__ = ["Quotas", "QuotaMeter", "WINDOW_S", "lifted", "over_cap", "over_rate"]
+__all__ = ["WINDOW_S", "QuotaMeter", "Quotas", "lifted", "over_cap", "over_rate"]

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pytest
 
 from bureau.errors import ConfigurationError, QuotaExceededError, UnknownRunError
-from bureau.quotas import Quotas, QuotaMeter
+from bureau.quotas import QuotaMeter, Quotas
 from bureau.service.read_paths import as_text
 from bureau.settings import Settings
 

@@ -159,8 +159,11 @@ class Case:
 
     def interrogate(self, role: str, question: str) -> Answer:
         """The chief makes ``role`` answer from its own evidence (requester: the role itself,
-        for itself) -- the same as ``case.agent(role).ask(question)``."""
-        return self.agent(role).ask(question)
+        for itself) -- the same as ``case.agent(role).ask(question)``, audited alike, but an
+        operator's command: not counted against the role's quotas."""
+        role = self._ctx.role(role)
+        principal = self.disclosure.principal(role, kind=ROLE)
+        return self.disclosure.consult(principal, role, question, metered=False).answer
 
     def publish(self, role: str, card_id: str, ttl_s: float | None = None) -> MemoryCard:
         """Copy one of the role's private cards to the board (idempotent; see publish.py);

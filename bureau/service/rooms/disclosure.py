@@ -80,6 +80,7 @@ class Disclosure:
         self, principal: Principal, owner: str, question: str, *,
         recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
         run_scope: str | None = None, limit: int | None = None, threshold: float | None = None,
+        metered: bool = True,
     ) -> Mediation:
         """``principal`` asks ``owner``'s memory (its own space and the board, and a run's
         scope if given) ``question``; one decision per relevant card, and the answer built
@@ -88,6 +89,9 @@ class Disclosure:
         ``limit``: cards per scope the search may hand the mediator; ``threshold``: the
         relevance a card needs to count as evidence (fixed by whoever built the handle; -1
         hands the mediator every card of the top-k). Neither widens what may be searched.
+        ``metered``: count it against the requester's quotas (:mod:`bureau.quotas`); only the
+        operator's own commands (``case.interrogate``) pass False, and the chief is never
+        limited. Metered or not, every consult is audited.
         """
         if not isinstance(principal, Principal):
             raise InvalidArgumentError(f"A consult needs the Principal of a handle, not "
@@ -100,7 +104,7 @@ class Disclosure:
         threshold = None if threshold is None else check_threshold(threshold)
         inv = Invocation.make(self._ctx.case_id, owner, q, requester=requester,
                               recipient=recipient, task=task, purpose=purpose)
-        limited = who.kind != OPERATOR  # the chief (the operator) is never limited
+        limited = metered and who.kind != OPERATOR  # the chief is never limited
         if limited:  # refused before anything is searched, charged or written
             quotas, meter = self._ctx.quotas(), self._ctx.meter
             meter.check(requester, "audit_entries_per_minute",
