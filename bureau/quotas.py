@@ -26,7 +26,8 @@ What is counted, and where:
 A refusal is a :class:`~bureau.errors.QuotaExceededError`, raised before anything is written,
 searched or charged: a refused call changes nothing. ``None`` switches one limit off;
 :meth:`Quotas.off` switches all off (the labs and benchmarks lift them for their own runs, see
-:func:`lifted`). The operator's own principal, the chief, is never limited.
+:func:`lifted`). The operator is never limited: neither the chief's handle nor the operator's
+``case.interrogate`` (whose consults are still audited).
 """
 
 from __future__ import annotations

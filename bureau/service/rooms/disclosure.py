@@ -97,6 +97,8 @@ class Disclosure:
             raise InvalidArgumentError(f"A consult needs the Principal of a handle, not "
                                        f"{short_repr(principal)}.")
         who = self.principal(principal.name)  # still one of the case's principals
+        if type(metered) is not bool:
+            raise InvalidArgumentError(f"metered must be True or False, not {short_repr(metered)}.")
         requester = who.name
         owner = self._ctx.role(owner)
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
