@@ -268,3 +268,15 @@ class ToolCallError(InvalidArgumentError):
     """A tool call an agent's model made is not one of its tools or has bad arguments.
 
     Nothing was done; the message is safe to hand back to the model."""
+
+
+class QuotaExceededError(BureauError):
+    """A principal used up one of its quotas (consults, scope writes, run tool output, audit
+    growth); refused before anything was done, so nothing changed. The message names the limit
+    and when it frees up."""
+
+    def __init__(self, message: str, hint: str | None = None, *,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(message, hint)
+        self.retry_after_s = retry_after_s
+        """Seconds until the next call may pass (``None``: not a rate, a fixed cap)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import BureauError, ConfigurationError, InvalidArgumentError
+from .quotas import Quotas
 from .text import short_repr
 
 STORES = ("embedded", "server")
@@ -276,6 +277,9 @@ class Settings:
     """The audit key file (HMAC key of the audit chain and the state rows; its anchor lies
     beside it). ``None``: ``audit.key`` in the data directory. Instances sharing a server store
     must name one key (``BUREAU_AUDIT_KEY``)."""
+    quotas: Quotas = field(default_factory=Quotas)
+    """Per-principal limits (consults and audit entries per minute, scope writes, run tool
+    output, inbox length): see :mod:`bureau.quotas`."""
 
     def __post_init__(self) -> None:
         """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
@@ -306,6 +310,9 @@ class Settings:
             _set(self, "mediation_policy", _policy_file(self.mediation_policy, "mediation_policy"))
         if self.audit_key is not None:
             _set(self, "audit_key", _key_file(self.audit_key, "audit_key"))
+        if not isinstance(self.quotas, Quotas):
+            raise ConfigurationError(f"quotas must be a bureau.quotas.Quotas, not "
+                                     f"{self.quotas!r}.")
         if self.embedder == "minilm" and self.embedding_dims != 384:
             raise ConfigurationError("MiniLM vectors have 384 dimensions; set embedding_dims=384.")
         if self.responder == "llm" and self.llm is None:
@@ -353,6 +360,8 @@ class Settings:
             env["audit_key"] = _key_file(v, "BUREAU_AUDIT_KEY")
         if v := os.environ.get("BUREAU_POLICY"):
             env["mediation_policy"] = _policy_file(v, "BUREAU_POLICY")
+        if v := os.environ.get("BUREAU_QUOTAS"):
+            env["quotas"] = Quotas.parse(v)
         env.update(overrides)
         return cls(**env)  # type: ignore[arg-type]
 

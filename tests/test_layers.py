@@ -53,7 +53,7 @@ class Floor:
 FLOORS: tuple[Floor, ...] = (
     Floor(0, "vocabulary: errors, text rules, value types, settings, shipped and data files",
           ("bureau.errors", "bureau.text", "bureau.model", "bureau.settings", "bureau.resources",
-           "bureau.datafiles")),
+           "bureau.datafiles", "bureau.quotas")),
     Floor(1, "domain rules without storage",
           ("bureau.embedding", "bureau.scenario", "bureau.scopes", "bureau.tiers",
            "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders")),

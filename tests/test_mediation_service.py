@@ -145,6 +145,7 @@ first = c.agent("detective").consult("informant",
                                      "What is the combination of the safe in the study?",
                                      recipient="other-agent", purpose="investigation")
 new = c.audit().iloc[len(audit):]  # withheld: the operator reads why, the requester does not
+new = new[new.kind == "decision"]  # (after the consult's own invocation entry)
 print(json.dumps({"leaks": leaks, "states": dict(zip(audit.card_id, audit.card_state)),
                   "verified": b.ledger.mediation.verify_audit(),
                   "released": [d.card_id for d in first.decisions],
@@ -217,7 +218,8 @@ def test_same_question_different_requesters_and_purposes(mediated, case):
         == "I don't know."
     )
     table = case.audit()
-    assert list(table.action) == ["reveal", "abstract", "withhold", "withhold"]
+    assert list(table.action) == ["consult", "reveal"] + ["consult", "abstract"] + [
+        "consult", "withhold"] * 2  # every consult: its invocation entry, then its decisions
     assert set(table.policy_version) == {"2026-06-22.1"}
     assert case.stage()["mediation"] == {"reveal": 1, "abstract": 1, "withhold": 2}
 
@@ -254,6 +256,7 @@ def test_budget_refusal_says_why(mediated, case):
     # the fifth is withheld: the detective is handed no decision for it, the audit says why
     assert answers[-1].decisions == () and not answers[-1].answer.known
     audit = case.audit()
+    audit = audit[audit.kind == "decision"]  # each consult's invocation entry left out
     assert list(audit.action) == ["abstract"] * 4 + ["withhold"]
     assert audit.iloc[-1].reasons == "budget-exhausted"
     # the operator's own X-ray (the disclosure room, unfiltered) carries the figures
@@ -329,7 +332,7 @@ def test_audit_outlives_the_case(mediated, bureau):
     token = case.token
     bureau.delete_case(case.id)
     entries = bureau.ledger.mediation.audit_entries(case.id, token)
-    assert [e["action"] for e in entries] == ["abstract"]
+    assert [e["action"] for e in entries] == ["consult", "abstract"]
     assert bureau.ledger.mediation.verify_audit() >= 1
 
 

@@ -139,8 +139,10 @@ def test_end_leaves_no_ephemeral_card_in_storage(case):
     assert run.end() == 3
     assert _stored(case, run.owner_id) == 0
     assert case.runs.live() == []
-    ended = [e for e in case.events() if e.type == "run.ended"][-1]
+    ended = [e for e in case.bureau.event_log(case.id) if e.type == "run.ended"][-1]
     assert ended.payload == {"run_id": run.id, "role": "informant", "deleted": 3, "promoted": 0}
+    seen = [e for e in case.events() if e.type == "run.ended"][-1]  # observers: no run id
+    assert seen.payload == {"role": "informant", "deleted": 3, "promoted": 0}
 
 
 def test_the_context_manager_ends_the_run_on_an_exception(case):
@@ -205,7 +207,7 @@ def test_a_crash_mid_run_is_swept_by_the_next_open(case, tmp_path):
         assert _stored(case, crashed["owner"]) == 0
         assert [r.run_id for r in case.runs.live()] == [mine.id]
         assert _stored(case, mine.owner_id) == 1 and mine.live
-        swept = [e.payload for e in case.events() if e.type == "run.ended"]
+        swept = [e.payload for e in case.bureau.event_log(case.id) if e.type == "run.ended"]
         assert swept == [{"run_id": crashed["run_id"], "role": "detective", "deleted": 2,
                           "promoted": 0, "swept": True}]
     finally:

@@ -63,6 +63,7 @@ from bureau.leakage.policies import (
 )
 from bureau.leakage.result import DECISION_COLUMNS, PROBE_COLUMNS, LabResult, Timings
 from bureau.model import BOARD, MemoryCard
+from bureau.quotas import lifted
 from bureau.settings import LIMIT_RANGE, check_limit
 
 if TYPE_CHECKING:
@@ -190,7 +191,9 @@ def run_lab(
 
     # Policy e consults this mediator; b-d never consult, so it changes nothing for them.
     saved, bureau.mediator = bureau.mediator, mediator or lab_mediator()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed") as pool:
+    # A lab asks thousands of times on purpose: the classroom quotas are lifted for the run.
+    with lifted(bureau), ThreadPoolExecutor(max_workers=workers,
+                                            thread_name_prefix="lab-embed") as pool:
         futures = [pool.submit(embed, group) for group in chunks]  # started in order
         try:
             bar = iter(progress(lab.scenarios, len(lab.scenarios)))

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import ScopeExistsError, UnknownScopeKeyError
 from ..model import Event
+from ..quotas import Quotas
 from ..task_scopes.inbox import InboxItem, check_details
 from ..task_scopes.membership import (
     Change,
@@ -65,6 +66,9 @@ class TaskScopeStore:
 
     def __init__(self, conn: Connection, events: EventStore) -> None:
         self._conn = conn
+        self.inbox_length: int | None = Quotas().inbox_length
+        """Notices kept per role and case (``None``: all); the room sets it from the current
+        settings (``quotas.inbox_length``) before each change."""
         self._events = events
 
     # -- rows --------------------------------------------------------------------------------
@@ -99,6 +103,9 @@ class TaskScopeStore:
             db.run(f"INSERT INTO {self._conn.t('task_scope_inbox')} (case_id, member, pos, kind,"
                    " scope_name, payload, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (case_id, role, pos, kind, name, body, now))
+            if self.inbox_length is not None and pos > self.inbox_length:  # bounded: oldest go
+                db.run(f"DELETE FROM {self._conn.t('task_scope_inbox')} WHERE case_id = ? AND"
+                       " member = ? AND pos <= ?", (case_id, role, pos - self.inbox_length))
 
     def _member_scope(self, db: Tx, case_id: str, name: str, role: str) -> ScopeRow:
         """The scope if ``role`` is an accepted member of it (else the one refusal)."""

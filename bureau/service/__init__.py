@@ -11,11 +11,14 @@ Threat model (README.md, "Threat model"):
   (``case.agent(role)``, its ``tools()`` and ``call_tool()``). An LLM that obeys any text it
   reads may drive it, so it may pick any argument of those tools, ask any question any number
   of times, and time the answers. It cannot run code in this process or read the bureau's files.
-* An observer sees only the outward views, ``Case.stage()`` and ``Case.events()``.
+* An observer sees only the outward views, ``Case.stage()`` and ``Case.events()``, which name
+  no task scope, member, invitee or run id (:mod:`.outward`); the operator's full record is
+  ``Bureau.event_log``.
 
 So the service decides what an agent may read from the principal its handle carries, never from
 an argument or from the text of a question or a card, and no outward view carries private text,
 a question or an answer; a consult of another role's memory returns only what was released.
+Every consult is audited, and an agent works under per-principal quotas (:mod:`bureau.quotas`).
 Known gaps: the audit chain is unkeyed, so whoever can write the ledger file can rewrite it
 (issue 19 §3); revocation misses derived copies such as promoted copies (issue 19 §1).
 """

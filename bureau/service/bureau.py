@@ -181,6 +181,13 @@ class Bureau:
         """The newest outward event of a case (of one type): what the stage polls."""
         return self.ledger.event_log.last(case_id, type_)
 
+    def event_log(self, case_id: str, since: int = 0) -> list[Event]:
+        """The operator's record of a case's events, every field as recorded (task-scope
+        names, members, run ids); observers get ``case.events()``, which leaves those out."""
+        case = self.case(case_id)
+        case.events(since)  # the same checks: a whole ``since``, a live case
+        return self.ledger.event_log.read(case.id, since)
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with every event of every case; returns an unsubscribe function."""
         self._listeners.append(listener)

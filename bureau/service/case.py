@@ -27,6 +27,7 @@ from ..scenario import Scenario
 from ..settings import check_threshold
 from ..text import MAX_WHOLE, short_repr
 from .agent import Agent, Requester
+from .outward import observed
 from .rooms import CaseContext, Disclosure, Publishing, Reading, Runs, TaskScopes
 from .rooms.context import live
 from .rooms.writing import Writing
@@ -160,8 +161,11 @@ class Case:
 
     def interrogate(self, role: str, question: str) -> Answer:
         """The chief makes ``role`` answer from its own evidence (requester: the role itself,
-        for itself) -- the same as ``case.agent(role).ask(question)``."""
-        return self.agent(role).ask(question)
+        for itself) -- the same as ``case.agent(role).ask(question)``, audited alike, but an
+        operator's command: not counted against the role's quotas."""
+        role = self._ctx.role(role)
+        principal = self.disclosure.principal(role, kind=ROLE)
+        return self.disclosure.consult(principal, role, question, metered=False).answer
 
     def publish(self, role: str, card_id: str, ttl_s: float | None = None) -> MemoryCard:
         """Copy one of the role's private cards to the board (idempotent; see publish.py);
@@ -259,11 +263,13 @@ class Case:
 
     # -- outward views (anyone: ids, counts and timings, never text) ---------------------------
     def events(self, since: int = 0) -> list[Event]:
-        """Outward events: ids, counts and timings, never card bodies, questions or answers."""
+        """Outward events: ids, counts and timings, never card bodies, questions or answers,
+        and no task scope, member, invitee or run id (:mod:`bureau.service.outward`); the
+        operator's full record is ``bureau.event_log(case_id)``."""
         if type(since) is not int or not 0 <= since <= MAX_WHOLE:
             raise InvalidArgumentError(f"since must be a whole number ≥ 0, not {short_repr(since)}.")
         self._ctx.space()
-        return self.bureau.ledger.event_log.read(self.id, since)
+        return [observed(e) for e in self.bureau.ledger.event_log.read(self.id, since)]
 
     def stage(self) -> dict[str, Any]:
         """The projector view: counts per role, the board, the last retrieval summary."""
@@ -276,7 +282,7 @@ class Case:
         last = None
         event = self.bureau.ledger.event_log.last(self.id, "retrieval.completed")
         if event is not None:
-            p = event.payload
+            p = observed(event).payload
             last = {k: p[k] for k in ("role", "searched_scopes", "hits_by_scope", "misses",
                                       "latency_ms", "mode")}
         return {

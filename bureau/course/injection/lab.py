@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...errors import InvalidArgumentError
+from ...quotas import lifted
 from ..widgets.exercises import Exercise, Verdict, register
 from ..widgets.plots import LessonFigure
 
@@ -216,7 +217,7 @@ def run_lab(bureau: Bureau, scenarios: Sequence[str] | None = None,
     every = list(injections) + (list(catalogue.injections) if catalogue else [])
     start = time.perf_counter()
     trials: list[Trial] = []
-    with lab_voices(bureau, temperament) as voices:
+    with lifted(bureau), lab_voices(bureau, temperament) as voices:  # asks thousands of times
         for sid in scenario_ids:
             probe = bureau.load_scenario(sid)
             try:

@@ -15,6 +15,7 @@ import ipywidgets as W
 
 from ...errors import BureauError
 from ...model import BOARD, Event
+from ...service.outward import RUN_SCOPE, TASK_SCOPES
 from ...task_scopes import scope_name_of
 from ...tiers import parse_run_owner
 
@@ -77,6 +78,10 @@ def style_widget() -> W.HTML:
 
 
 def space_label(scope: str) -> str:
+    if scope == TASK_SCOPES:  # outward views name task scopes and runs by kind only
+        return "task scopes (shared)"
+    if scope == RUN_SCOPE:
+        return "its run (ephemeral)"
     run = parse_run_owner(scope)  # a run's ephemeral scope (issue 14)
     if run is not None:
         return f"{run[1]}'s run {run[0]} (ephemeral)"

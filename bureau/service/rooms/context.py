@@ -10,12 +10,13 @@ its constructor was handed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BoardNotWritableError, UnknownCaseError, UnknownRoleError
 from ...mediation.derivation import parents
 from ...model import BOARD, CaseSpace, Event, MemoryCard
+from ...quotas import QuotaMeter, Quotas
 from ...text import short_repr
 
 if TYPE_CHECKING:
@@ -54,6 +55,12 @@ class CaseContext:
     """Record events of this incarnation (one ledger transaction), then notify listeners."""
     notify: Callable[[list[Event]], list[Event]]
     """Notify listeners of events a ledger transaction already recorded."""
+    meter: QuotaMeter = field(default_factory=QuotaMeter)
+    """This case's per-principal rate windows (in this process; see :mod:`bureau.quotas`)."""
+
+    def quotas(self) -> Quotas:
+        """The limits now (the operator may change the settings while the case is open)."""
+        return self.settings().quotas
 
     def space(self) -> CaseSpace:
         """This case's current store namespace; ``UnknownCaseError`` once it was deleted.

@@ -19,11 +19,11 @@ import math
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ...agents import Principal, Principals
+from ...agents import OPERATOR, Principal, Principals
 from ...errors import BureauError, InvalidArgumentError, UnknownCardError, UnknownGrantError
 from ...mediation import DecidingMediator, released
 from ...mediation.audit import COLUMNS as AUDIT_COLUMNS
@@ -31,13 +31,14 @@ from ...mediation.derivation import TOMBSTONE_OWNER, Tombstone, closure, is_scop
 from ...mediation.grants import Grant
 from ...mediation.invocation import Invocation
 from ...mediation.mediator import (
+    Decision,
     Mediation,
     MediationContext,
     PolicyMediator,
     memory_owner,
     released_trace,
 )
-from ...mediation.policy import ACTIONS, closed_policy
+from ...mediation.policy import ACTIONS, Policy, closed_policy
 from ...model import BOARD, Answer, MemoryCard, RetrievalTrace
 from ...settings import check_limit, check_threshold
 from ...text import MAX_QUESTION_CHARS, card_id_text, clean_name, clean_text, short_repr
@@ -80,6 +81,7 @@ class Disclosure:
         self, principal: Principal, owner: str, question: str, *,
         recipient: str = "same-agent", task: str | None = None, purpose: str | None = None,
         run_scope: str | None = None, limit: int | None = None, threshold: float | None = None,
+        metered: bool = True,
     ) -> Mediation:
         """``principal`` asks ``owner``'s memory (its own space and the board, and a run's
         scope if given) ``question``; one decision per relevant card, and the answer built
@@ -88,30 +90,54 @@ class Disclosure:
         ``limit``: cards per scope the search may hand the mediator; ``threshold``: the
         relevance a card needs to count as evidence (fixed by whoever built the handle; -1
         hands the mediator every card of the top-k). Neither widens what may be searched.
+        ``metered``: count it against the requester's quotas (:mod:`bureau.quotas`); only the
+        operator's own commands (``case.interrogate``) pass False, and the chief is never
+        limited. Metered or not, every consult is audited.
         """
         if not isinstance(principal, Principal):
             raise InvalidArgumentError(f"A consult needs the Principal of a handle, not "
                                        f"{short_repr(principal)}.")
-        requester = self.principal(principal.name).name  # still one of the case's principals
+        who = self.principal(principal.name)  # still one of the case's principals
+        if type(metered) is not bool:
+            raise InvalidArgumentError(f"metered must be True or False, not {short_repr(metered)}.")
+        requester = who.name
         owner = self._ctx.role(owner)
         q = clean_text(question, what="question", max_chars=MAX_QUESTION_CHARS)
         limit = None if limit is None else check_limit(limit)
         threshold = None if threshold is None else check_threshold(threshold)
         inv = Invocation.make(self._ctx.case_id, owner, q, requester=requester,
                               recipient=recipient, task=task, purpose=purpose)
+        limited = metered and who.kind != OPERATOR  # the chief is never limited
+        if limited:  # refused before anything is searched, charged or written
+            quotas, meter = self._ctx.quotas(), self._ctx.meter
+            meter.check(requester, "audit_entries_per_minute",
+                        quotas.audit_entries_per_minute, what="audit entries")
+            meter.take(requester, "consults_per_minute", quotas.consults_per_minute,
+                       what="consults")
         mediator = self._ctx.mediator()
         if not isinstance(mediator, DecidingMediator) and requester == owner:
+            ctx = self._ctx
             trace = self._reading.search(owner, q, limit, run_scope=run_scope,
                                          threshold=threshold)
             evidence = released(trace, mediator.mediate(owner, trace))
             answer = self._answer(owner, trace, evidence)
-            self._ctx.record_events(_answer_events(owner, trace, answer))
+            # Audited like every consult: one entry for the invocation, with its events.
+            audit = [invocation_entry(inv, (), None)]
+            events = self._store.commit(ctx.case_id, ctx.token, requester, {}, {}, audit,
+                                        _answer_events(owner, trace, answer))
+            ctx.notify(events or [])
+            if limited:
+                ctx.meter.add(requester, "audit_entries_per_minute", len(audit))
             return Mediation(inv, (), answer)
         deciding = mediator if isinstance(mediator, DecidingMediator) else _CLOSED
-        return self._mediated(inv, deciding, run_scope, limit, threshold)
+        mediation, entries = self._mediated(inv, deciding, run_scope, limit, threshold)
+        if limited:
+            self._ctx.meter.add(requester, "audit_entries_per_minute", entries)
+        return mediation
 
     def _mediated(self, inv: Invocation, mediator: DecidingMediator, run_scope: str | None,
-                  limit: int | None, threshold: float | None) -> Mediation:
+                  limit: int | None, threshold: float | None) -> tuple[Mediation, int]:
+        """Decide, charge, audit and answer; also returns the audit entries written."""
         ctx = self._ctx
         trace: RetrievalTrace | None = None
         for _ in range(8):
@@ -130,7 +156,10 @@ class Disclosure:
             for d in decisions:
                 if d.cost:
                     charges[d.card_owner] = charges.get(d.card_owner, 0.0) + d.cost
-            audit = [d.audit_entry(inv, mediator.policy) for d in decisions]
+            # One entry for the invocation (also when nothing was relevant or released), then
+            # one per decision: every consult is on the record.
+            audit = [invocation_entry(inv, decisions, mediator.policy),
+                     *(d.audit_entry(inv, mediator.policy) for d in decisions)]
             # Outward events say what the requester received: for another role's memory, the
             # released cards only (no withheld hit ids or counts, no timing).
             shown = trace if inv.requester == inv.owner else released_trace(
@@ -147,7 +176,7 @@ class Disclosure:
         evidence = released(trace, [d.card for d in decisions if d.card is not None])
         answer = self._answer(inv.owner, trace, evidence)  # once, after the budget is charged
         ctx.record_events(_answer_events(inv.owner, trace, answer)[1:])
-        return Mediation(inv, tuple(decisions), answer, mediator.policy.version)
+        return Mediation(inv, tuple(decisions), answer, mediator.policy.version), len(audit)
 
     def _answer(self, role: str, trace: RetrievalTrace, evidence: list[MemoryCard]) -> Answer:
         answer = self._ctx.responder().respond(role, trace.question, evidence, trace)
@@ -316,8 +345,11 @@ class Disclosure:
         return self._store.grants(self._ctx.case_id)
 
     def counts(self) -> dict[str, int]:
-        """Decisions per action (the stage's counts; no ids, no text)."""
-        return self._store.audit_counts(self._ctx.case_id, self._ctx.token)
+        """Decisions per action (the stage's counts; no ids, no text). The invocation entries
+        every consult writes are not decisions, so they are left out."""
+        counts = self._store.audit_counts(self._ctx.case_id, self._ctx.token)
+        counts.pop(CONSULT, None)
+        return counts
 
     def audit(self, verify: bool = True) -> pd.DataFrame:
         """The audit trail as a table: one row per decision, revocation, expiry, grant and
@@ -339,6 +371,23 @@ class Disclosure:
             row["card_state"] = dead[cid][1] if cid in dead else ("live" if cid else None)
             rows.append(row)
         return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+
+
+CONSULT = "consult"
+"""The audit action of an invocation entry (one per consult)."""
+
+
+def invocation_entry(inv: Invocation, decisions: Sequence[Decision],
+                     policy: Policy | None) -> dict[str, Any]:
+    """The audit entry every consult writes, whatever was released: who asked whose memory,
+    for whom and why, how many decisions and releases it made; never the question. Only the
+    operator reads the audit, and it names no card."""
+    released_n = sum(1 for d in decisions if d.card is not None)
+    return {"kind": "invocation", **inv.audit_fields(), "card_owner": inv.owner,
+            "action": CONSULT, "reasons": [] if decisions else ["nothing-relevant"],
+            "decisions": len(decisions), "released": released_n,
+            "policy_version": None if policy is None else policy.version,
+            "policy_digest": None if policy is None else policy.digest}
 
 
 def _answer_events(role: str, trace: RetrievalTrace,

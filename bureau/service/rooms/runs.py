@@ -37,6 +37,7 @@ from ...errors import (
 )
 from ...ledger import RunRecord, owner_alive
 from ...model import Answer, CaseSpace, MemoryCard, RetrievalTrace
+from ...quotas import over_cap
 from ...text import card_id_text, clean_name, clean_text, short_repr
 from ...tiers import (
     EPHEMERAL,
@@ -156,6 +157,9 @@ class Run:
         topic = clean_name(topic, what="topic")
         self.check_live()
         space = self._room.ctx.space()
+        cap = self._room.ctx.quotas().run_tool_outputs  # refused before the card is written
+        if cap is not None and self._gw.count(space, self.owner_id) >= cap:
+            raise over_cap(self.role, "run_tool_outputs", cap, "tool outputs in one run")
         meta = {"visibility": "private", "topic": topic, "kind": "tool-output",
                 "tool_source": src, **Labels(EPHEMERAL, "tool-output", UNTRUSTED).meta()}
         card = self._gw.add(space, self.owner_id, content, meta)

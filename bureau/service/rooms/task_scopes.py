@@ -87,6 +87,7 @@ class TaskScopes:
         owner = self._ctx.role(owner)
         name = check_scope_name(name)
         self._ctx.space()
+        self.store.inbox_length = self._ctx.quotas().inbox_length
         scope, events = self.store.create(self.case_id, self.token, name, owner)
         self._notify(events)
         return scope
@@ -126,6 +127,7 @@ class TaskScopes:
             target = self._ctx.role(target)  # None is no role: refused like any other
         name = check_scope_name(name)
         space = self._ctx.space()
+        self.store.inbox_length = self._ctx.quotas().inbox_length
         _, scope, events = self.store.change(self.case_id, self.token, op,
                                                          name, actor, target)
         self._notify(events)
@@ -263,6 +265,10 @@ class TaskScopes:
                 raise InvalidArgumentError(
                     f"read_version {read_version} of {key!r} was never written (the current "
                     f"version is {current}); pass the version you read.")
+        quotas = self._ctx.quotas()  # the last check: a write refused here counts nothing
+        self._ctx.meter.take(role, "scope_writes_per_minute", quotas.scope_writes_per_minute,
+                             what="task-scope writes")
+        self.store.inbox_length = quotas.inbox_length
         written_at = time.time()
         log = log_owner_id(name)
         labels = inherited_meta(content, self._untrusted_seen(space, role))
