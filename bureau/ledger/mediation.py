@@ -281,30 +281,32 @@ class MediationStore:
         audit: list[dict[str, Any]] | None = None,
     ) -> None:
         """:meth:`limit_card` for several cards ``(card_id, owner)`` at once: a card and every
-        copy derived from it are limited in one transaction, never some of them (issue 19)."""
+        copy derived from it are limited in one transaction, never some of them (issue 19);
+        each row signed and the case's state sealed like any other state change."""
         now = time.time()
-        t = self._conn.t("card_limits")
 
         def run() -> None:
             with self._conn.tx(write=True) as db:
-                live_case(self._conn, db, case_id, token)
+                rec = live_case(self._conn, db, case_id, token)
+                state = self._state(db, rec)
                 for card_id, owner in cards:
-                    row = db.one(f"SELECT * FROM {t} WHERE case_id = ? AND card_id = ?"
-                                 f"{self._conn.for_update}", (case_id, card_id))
+                    row = next((r for r in state["card_limits"] if r["card_id"] == card_id),
+                               None)
                     if row is None:
-                        db.run(f"INSERT INTO {t} (case_id, card_id, owner, expires_at,"
-                               " revoked_at, reason) VALUES (?, ?, ?, ?, ?, ?)",
-                               (case_id, card_id, owner, expires_at, now if revoke else None,
-                                reason))
+                        new = {"case_id": case_id, "card_id": card_id, "owner": owner,
+                               "expires_at": expires_at,
+                               "revoked_at": now if revoke else None, "reason": reason}
                     else:  # an expiry only ever comes sooner; a revocation stays
                         at = row["expires_at"]
                         if expires_at is not None:
                             at = expires_at if at is None else min(float(at), expires_at)
-                        db.run(f"UPDATE {t} SET expires_at = ?, revoked_at = ?, reason = ?"
-                               " WHERE case_id = ? AND card_id = ?",
-                               (at, row["revoked_at"] or (now if revoke else None),
-                                reason or row["reason"], case_id, card_id))
-                self._append_audit(db, case_id, token, audit or [])
+                        new = {**row, "expires_at": at,
+                               "revoked_at": row["revoked_at"] or (now if revoke else None),
+                               "reason": reason or row["reason"]}
+                    self._put(db, state, "card_limits", new)
+                self._append_audit(db, case_id, token,
+                                   audit or [{"kind": "state", "action": "limit"}],
+                                   seal=_seal(token, True, state))
 
         self._conn.retrying(run)
 
