@@ -52,6 +52,7 @@ from bureau.embedding import given_vectors
 from bureau.leakage.convert import to_lab
 from bureau.leakage.labset import LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieDataset
+from bureau.leakage.measured import content_scores
 from bureau.leakage.mediated import audit_entries, lab_mediator, run_mediated
 from bureau.leakage.metrics import exposure_frame
 from bureau.leakage.policies import (
@@ -215,6 +216,7 @@ def run_lab(
                 future.cancel()
 
     t0 = time.perf_counter()
+    content = content_scores(enc, lab, vec)  # the content mediator's scores, labels hidden
     retrievals = pd.DataFrame(rows, columns=list(RETRIEVAL_COLUMNS))
     score_frame = pd.DataFrame(scores, columns=list(SCORE_COLUMNS))
     pairs = _pairs(lab, retrievals, score_frame)
@@ -244,6 +246,7 @@ def run_lab(
         probe=pd.DataFrame(probes, columns=list(PROBE_COLUMNS)),
         mediated=pd.DataFrame(decisions, columns=list(DECISION_COLUMNS)),
         audit_entries=audited,
+        content=content,
     )
 
 

@@ -87,6 +87,8 @@ def dataset_dict(a: Analysis) -> dict[str, Any]:
         "intervals": a.intervals,
         "probe": a.probe,
         "mediated": a.mediated,
+        "mediated_wiring_and_measured": a.measured,
+        "abstraction_repetition": a.repetition,
         "own_items_in_with_own_pool": own_slots(result),
         "timings": result.timings.as_dict(),
     }
