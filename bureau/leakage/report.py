@@ -374,7 +374,8 @@ def report_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
          f"{_pct(b['private_leak_rate_pairs'])} (b), "
          f"{_pct(c['private_leak_rate_pairs'])} (c), {_pct(d['private_leak_rate_pairs'])} (d)"],
         ["Private items with a safe hint (abstraction)",
-         f"{PAPER['hint_items']} of {PAPER['private_preferences']:,} ({_pct(paper_hint_share)})",
+         f"{PAPER['hint_items']} of {PAPER['private_preferences']:,} ({_pct(paper_hint_share)}; "
+         f"{PAPER['checked']['maas_hint_items']})",
          f"{ds['safe_abstraction_private_preferences']} of {ds['private_preferences']:,} "
          f"private_preferences (+{ds['safe_abstraction_private_information']} of "
          f"{ds['private_information']} private_information) = {ds['safe_abstraction']} of "
