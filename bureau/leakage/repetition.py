@@ -177,3 +177,55 @@ def repetition_summary(table: pd.DataFrame) -> dict[str, Any]:
     out["by_domain"] = {d: figures(g) for d, g in table.groupby("domain")} if len(table) else {}
     return out
 
+
+
+JUDGEMENTS = ("data", "leak_judgements", "abstractions.csv")
+"""The hand-judged sample (rubric beside it, ``data/leak_judgements/README.md``)."""
+CHECKS = ("checker", "checker_without_known_names", "term_repetition")
+
+
+def load_judgements() -> pd.DataFrame:
+    """The hand-judged sample: ``n, dataset, item_id, judgement, note`` (ids only)."""
+    from bureau.resources import shipped_path
+
+    return pd.read_csv(shipped_path(*JUDGEMENTS), keep_default_na=False)
+
+
+def judged_checks(labs: Iterable[LabSet], judgements: pd.DataFrame | None = None
+                  ) -> dict[str, Any]:
+    """Each check's precision and recall on the hand-judged sample, against "discloses"
+    (judgement 2) and against "discloses or hints" (1 or 2). ``labs``: the full datasets the
+    sample was drawn from (a judged item missing from them is counted in ``missing``)."""
+    judged = load_judgements() if judgements is None else judgements
+    found: dict[str, tuple[Any, str, tuple[str, ...]]] = {}
+    for lab in labs:
+        names, raw = known_names(lab), raw_texts(lab)
+        for i in lab.items:
+            found[i.item_id] = (i, raw.get(i.item_id, i.text), names.get(i.scenario_id, ()))
+    flags: dict[str, list[bool]] = {c: [] for c in CHECKS}
+    truth: list[int] = []
+    missing = 0
+    for r in judged.itertuples():
+        if r.item_id not in found or not found[r.item_id][0].abstraction:
+            missing += 1
+            continue
+        item, original, known = found[r.item_id]
+        skip = {w for n in known for w in _TOKEN.findall(fold(n).lower())}
+        checker = leaked_terms(item.text, item.abstraction)
+        flags["checker"].append(bool(checker))
+        flags["checker_without_known_names"].append(any(not _is_known(t, skip) for t in checker))
+        flags["term_repetition"].append(
+            bool(repeated_terms(quoted_out(original, item.abstraction), item.abstraction, known)))
+        truth.append(int(r.judgement))
+    out: dict[str, Any] = {"judged": len(truth), "missing": missing,
+                           "judgements": {j: truth.count(j) for j in (0, 1, 2)}}
+    for name, flagged in flags.items():
+        row = {"flagged": sum(flagged)}
+        for label, positive in (("discloses", {2}), ("discloses_or_hints", {1, 2})):
+            pos = [t in positive for t in truth]
+            tp = sum(f and p for f, p in zip(flagged, pos, strict=True))
+            row[label] = {"precision": tp / sum(flagged) if sum(flagged) else float("nan"),
+                          "recall": tp / sum(pos) if sum(pos) else float("nan"),
+                          "true_positives": tp, "positives": sum(pos)}
+        out[name] = row
+    return out

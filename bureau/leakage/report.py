@@ -71,7 +71,7 @@ from bureau.leakage.policies import (
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
-from bureau.leakage.repetition import abstraction_table
+from bureau.leakage.repetition import abstraction_table, judged_checks
 from bureau.leakage.result import LabResult
 from bureau.leakage.social_model import IN_SCOPE
 from bureau.leakage.social_pairing import pairing_stats
@@ -494,8 +494,9 @@ def social_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
     }.items()}
 
 
-def mediated_values(a: Analysis) -> dict[str, str]:
-    """Every figure of a run's policy-e part, by template placeholder name."""
+def mediated_values(a: Analysis, judged: dict[str, Any] | None = None) -> dict[str, str]:
+    """Every figure of a run's policy-e part, by template placeholder name (``judged``: the
+    checks on the hand-judged sample, :func:`~bureau.leakage.repetition.judged_checks`)."""
     m, k = a.mediated, a.result.k
     pol = {r["policy"]: r for r in a.policies.to_dict(orient="records")}
     a1, a2 = a.cell(SHARED_POOL), a.cell(SHARED_POOL, 2 * k)
@@ -565,8 +566,25 @@ def mediated_values(a: Analysis) -> dict[str, str]:
                                     "shareable / minimum-info recall", "abstractions"], rows),
         "plot_mediation": f"{a.slug}_{PLOTS['mediation']}",
         **measured_values(a),
+        **judged_values(judged or {}),
     }
     return {name: str(value) for name, value in values.items()}
+
+
+def judged_values(judged: dict[str, Any]) -> dict[str, str]:
+    """Each abstraction check's precision and recall on the hand-judged sample."""
+    n = int(judged.get("judged", 0))
+    names = {"checker": "the mediator's check", "checker_without_known_names":
+             "the same without known names", "term_repetition": "term repetition"}
+    parts = []
+    for key, label in names.items():
+        if n and key in judged:
+            d, h = judged[key]["discloses"], judged[key]["discloses_or_hints"]
+            parts.append(f"{label} flags {judged[key]['flagged']}, precision {_pct(d['precision'])}"
+                         f" / recall {_pct(d['recall'])} on the {d['positives']} that disclose, "
+                         f"{_pct(h['precision'])} / {_pct(h['recall'])} on the {h['positives']} "
+                         "that disclose or hint")
+    return {"judged_n": _num(n), "judged_line": "; ".join(parts) or "n/a"}
 
 
 def measured_values(a: Analysis) -> dict[str, str]:
@@ -652,13 +670,14 @@ def render_report(analyses: Sequence[Analysis], info: dict[str, Any]) -> str:
     """
     parts = load_template()
     texts = []
+    judged = judged_checks([a.result.lab for a in analyses])
     for a in analyses:
         dinfo = info["datasets"][a.name]
         if a.kind == "agentsocialbench":
             texts.append(parts["agentsocialbench"].substitute(social_values(a, dinfo)))
         else:
             texts.append(parts["magpie"].substitute(report_values(a, dinfo)))
-        texts.append(parts["mediated"].substitute(mediated_values(a)))
+        texts.append(parts["mediated"].substitute(mediated_values(a, judged)))
     if "benchmark" in info:
         texts.append(parts["benchmark"].substitute(benchmark_values(info)))
     return "\n".join(t.strip("\n") + "\n" for t in texts)

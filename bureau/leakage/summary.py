@@ -22,6 +22,7 @@ from bureau.embedding import MAX_TOKENS
 from bureau.leakage.analysis import HEADLINE_AUROC_QUERY, Analysis, own_slots
 from bureau.leakage.convert import QUERY_TEMPLATE, QUERY_VARIANTS
 from bureau.leakage.paper import AGENTSOCIALBENCH_LEADERBOARD, PAPER
+from bureau.leakage.repetition import judged_checks
 from bureau.leakage.social_pairing import pairing_stats
 from bureau.leakage.timing import Benchmark
 from bureau.text import MAX_QUESTION_CHARS
@@ -110,6 +111,7 @@ def summary_dict(
         "datasets": {a.name: dataset_dict(a) for a in analyses},
         "paper": PAPER,
         "agentsocialbench_leaderboard": AGENTSOCIALBENCH_LEADERBOARD,
+        "abstraction_checks_on_judged_sample": judged_checks([a.result.lab for a in analyses]),
         "environment": {
             "python": platform.python_version(),
             "machine": platform.machine(),
