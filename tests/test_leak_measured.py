@@ -172,3 +172,7 @@ def test_recall_by_k_by_hand():
     assert recall_by_k(_result(lab, probe), ks=(4, 9))["recall_at_k"] == {4: 1.0, 9: 1.0}
     assert got["holder_items"] == {"min": 4, "median": 4.0, "max": 4, "holders": 1}
     assert got["c_shareable_per_requester"] == 0.0 and got["k_matching_c"] == 1
+    # Holders are counted per scenario: the same agent name in two scenarios is two holders.
+    two = _lab(_ids(), per=3)
+    assert recall_by_k(_result(two, _decisions(two, "probe")))["holder_items"] == {
+        "min": 3, "median": 3.0, "max": 3, "holders": 2}

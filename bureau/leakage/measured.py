@@ -239,8 +239,9 @@ def recall_by_k(result: LabResult, ks: Sequence[int] = (1, 2, 3, 5, 8, 10, 15)
                           if i.owner != a.name and i.label == "shareable")
     requesters = sum(len(s.agents) for s in result.lab.scenarios)
     share = probe[(probe["item_label"] == "shareable") & (probe["action"] == "reveal")]
-    held = pd.Series([i.owner for i in result.lab.items]).value_counts() if result.lab.items \
-        else pd.Series(dtype=int)
+    # items per holder: an owner is an agent of one scenario (agent names repeat across them)
+    held = pd.Series([f"{i.scenario_id}\0{i.owner}" for i in result.lab.items]).value_counts() \
+        if result.lab.items else pd.Series(dtype=int)
     c = result.pairs[(result.pairs["policy"] == "c_bureau_published")
                      & (result.pairs["label"] == "shareable") & result.pairs["retrieved"]]
     c_per_requester = len(c) / requesters if requesters else float("nan")
