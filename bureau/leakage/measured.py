@@ -65,6 +65,7 @@ SENSITIVE_CATEGORIES: dict[str, str] = {
 }
 """The sensitive categories the content mediator compares a card with, written before any figure
 was seen and not tuned: the categories privacy rubrics and both benchmarks' penalties name."""
+CATEGORY_TEXTS = list(SENSITIVE_CATEGORIES.values())
 NOISE_RATES = (0.05, 0.10, 0.20)
 NOISE_SEEDS = tuple(range(10))
 CONTENT_COLUMNS = ("scenario_id", "item_id", "label", "content_score")
@@ -72,9 +73,12 @@ CONTENT_COLUMNS = ("scenario_id", "item_id", "label", "content_score")
 
 def content_scores(encoder: Any, lab: LabSet, vectors: dict[str, np.ndarray]) -> pd.DataFrame:
     """Every item's sensitivity score (:data:`CONTENT_COLUMNS`): its highest cosine with a
-    category description. ``vectors`` holds the lab's item vectors; the descriptions are
-    embedded here (eight texts)."""
-    cats = np.asarray(encoder.embed(list(SENSITIVE_CATEGORIES.values())), dtype=float)
+    category description. ``vectors`` holds the lab's item vectors; a description not in it
+    is embedded here, once (the runner counts the descriptions among the lab's texts)."""
+    todo = [t for t in CATEGORY_TEXTS if t not in vectors]
+    if todo:
+        vectors.update(zip(todo, encoder.embed(todo), strict=True))
+    cats = np.stack([np.asarray(vectors[t], dtype=float) for t in CATEGORY_TEXTS])
     cats /= np.linalg.norm(cats, axis=1, keepdims=True)
     rows = []
     for item in lab.items:
