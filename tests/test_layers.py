@@ -51,9 +51,10 @@ class Floor:
 
 
 FLOORS: tuple[Floor, ...] = (
-    Floor(0, "vocabulary: errors, text rules, value types, settings, shipped and data files",
+    Floor(0, "vocabulary: errors, text rules, value types, settings, shipped and data files, "
+             "published anchors",
           ("bureau.errors", "bureau.text", "bureau.model", "bureau.settings", "bureau.resources",
-           "bureau.datafiles", "bureau.quotas")),
+           "bureau.datafiles", "bureau.quotas", "bureau.anchors")),
     Floor(1, "domain rules without storage",
           ("bureau.embedding", "bureau.scenario", "bureau.scopes", "bureau.tiers",
            "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders")),

@@ -181,3 +181,20 @@ def test_lab_policy_file_is_valid_and_ships():
                                             "private-only-abstracted"]
     assert policy.default == "withhold" and policy.budget is None
     assert Path(policy.source).name == "leak-lab.yaml"
+
+
+def test_mini_content_mediator_is_scored_against_the_labels(mini):
+    """The run scores every item for the content mediator (labels hidden) and e's figures beside
+    it come from the same decisions; e's rule reproduces the service's recorded actions."""
+    from bureau.leakage.measured import measured_summary
+
+    content = mini.content
+    assert content is not None and len(content) == len(mini.lab.items)
+    assert content["content_score"].between(-1, 1).all()
+    w = measured_summary(mini)
+    assert w["wiring_check"]["private_cards_revealed"] == 0
+    assert w["label_noise"]["rule_matches_service"]
+    cm = w["content_mediator"]
+    assert cm["evaluation_decisions"] + cm["calibration_decisions"] == \
+        w["wiring_check"]["private_card_decisions"] + w["wiring_check"]["shareable_card_decisions"]
+    assert 0 <= cm["content"]["leak"] <= 1 and cm["random"]["leak"] == cm["content"]["release_rate"]

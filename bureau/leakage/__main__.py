@@ -189,6 +189,24 @@ def _print(analyses, bench, paths, total) -> None:  # noqa: ANN001
         mp = m["probe"]
         print(f"mediated probe (policy e)           {mp['probes']:,} probes, {mp['decisions']:,} "
               f"decisions, {mp['raw_private_reveals']} raw private reveals")
+        w, cm = a.measured["wiring_check"], a.measured["content_mediator"]
+        print(f"e wiring check (label conformance)  {w['private_cards_revealed']} of "
+              f"{w['private_card_decisions']:,} private-card decisions revealed")
+        if cm:
+            print(f"content mediator, labels hidden     leak {100 * cm['content']['leak']:.1f}%, "
+                  f"recall {100 * cm['content']['recall']:.1f}% (random line "
+                  f"{100 * cm['random']['leak']:.1f}%; evaluation half, "
+                  f"{cm['evaluation_decisions']:,} decisions)")
+        noise = a.measured["label_noise"].get("rates", {})
+        if noise:
+            print("e under label noise                 " + ", ".join(
+                f"{rate:.0%}: leak {100 * r['leak']:.1f}% recall {100 * r['recall']:.1f}%"
+                for rate, r in noise.items()))
+        rep = a.repetition
+        print(f"abstractions repeating a term       {rep['repeating_a_term']:,} of "
+              f"{rep['abstractions']:,} (known names excluded; the checker: "
+              f"{rep['checker_flags']:,}, {rep['checker_flags_without_known_names']:,} without "
+              f"names)")
         eng = a.result.engine_check
         print(f"seekdb vs numpy top-k agreement     {eng.get('same_topk', 0)}/"
               f"{eng.get('queries', 0)}")

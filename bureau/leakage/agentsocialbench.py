@@ -323,6 +323,24 @@ def _category(file: Path, data: Mapping[str, Any], folder: str | None) -> str:
     return category
 
 
+def _people(data: Mapping[str, Any], agents: Iterable[SocialAgent], blocks: Iterable[Any]
+            ) -> tuple[str, ...]:
+    """Names both sides of a scenario know (:attr:`SocialScenario.people`), read leniently: a
+    profile without a name adds none (the names only narrow a leak figure, they decide nothing)."""
+    names: dict[str, None] = {}
+    profiles = data.get("user_profiles")
+    for profile in profiles if isinstance(profiles, list) else []:
+        if isinstance(profile, Mapping) and isinstance(profile.get("name"), str):
+            names[profile["name"]] = None
+    for agent in agents:
+        if agent.kind == "human" or agent.user:
+            names[agent.name if agent.kind == "human" else agent.user] = None
+    for block in blocks:
+        if block.person:
+            names[block.person] = None
+    return tuple(n for n in names if n.strip())
+
+
 def _scenario(file: Path, data: Mapping[str, Any], category: str) -> SocialScenario:
     w = _Where(file)
     scenario_id = w.text(data["scenario_id"], "scenario_id") if "scenario_id" in data else file.stem
@@ -392,6 +410,7 @@ def _scenario(file: Path, data: Mapping[str, Any], category: str) -> SocialScena
         )
     participants = tuple(replace(a, holder=a.name in holders) for a in agents)
     return SocialScenario(
+        people=_people(data, participants, blocks),
         scenario_id=scenario_id,
         category=category,
         task=task,

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from bureau.leakage.convert import QUERY_VARIANTS, slug
+from bureau.leakage.measured import measured_summary
 from bureau.leakage.mediated import mediated_summary
 from bureau.leakage.metrics import (
     bootstrap_auroc,
@@ -47,6 +48,7 @@ from bureau.leakage.policies import (
     SHARED_POOL_WITH_OWN,
     SHARED_POOLS,
 )
+from bureau.leakage.repetition import abstraction_table, repetition_summary
 from bureau.leakage.result import LabResult
 from bureau.leakage.runner import QUERY_SCORES, leaked_contents
 from bureau.leakage.social_model import SocialDataset
@@ -324,6 +326,10 @@ class Analysis:
     probe: dict[str, Any] = field(init=False)
     domains: pd.DataFrame = field(init=False)
     mediated: dict[str, Any] = field(init=False)
+    measured: dict[str, Any] = field(init=False)
+    """What could fail beside e's wiring check (:func:`bureau.leakage.measured.measured_summary`)."""
+    repetition: dict[str, Any] = field(init=False)
+    """Abstraction leakage as term repetition (:mod:`bureau.leakage.repetition`)."""
 
     def __post_init__(self) -> None:
         self.policies = summarize(self.result, self.threshold)
@@ -333,6 +339,8 @@ class Analysis:
         self.probe = probe_summary(self.result)
         self.domains = domain_table(self.result)
         self.mediated = mediated_summary(self.result, self.threshold)
+        self.measured = measured_summary(self.result)
+        self.repetition = repetition_summary(abstraction_table(self.result))
 
     @property
     def name(self) -> str:

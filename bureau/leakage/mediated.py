@@ -35,12 +35,17 @@ question or the rank, so deciding every card once per (requester, owner) is exha
 requester asks every other agent once more with limit :data:`PROBE_LIMIT` per scope (above any
 scenario's card count) and ``threshold=-1``, and the mediator decides every card of the owner's
 space. A raw private reveal is a decision that releases a private item of another agent with
-action ``reveal``, or releases any text equal to one; the count must be 0.
+action ``reveal``, or releases any text equal to one; the count must be 0. The mediator reads the
+card's ``sensitivity``, which the lab copies from the benchmark's label, so this 0 is a *wiring*
+(label-conformance) check of the service, its mediator and its audit trail, reported over the
+private-card decisions; the figures that could fail (a mediator that reads content with the
+labels hidden, label noise, recall by budget) are in :mod:`bureau.leakage.measured`.
 
 Abstraction leakage: a released abstraction that repeats a distinctive term (number, name, date)
 of its original (:func:`bureau.mediation.abstraction.leaked_terms`): the owner-written
 abstractions are released as they are (deterministic path), so this measures the benchmark's
-abstractions, not a model.
+abstractions, not a model. Read as a leak figure it flags names both sides know and passes a fact
+repeated in plain words; :mod:`bureau.leakage.repetition` measures term repetition instead.
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ Every benchmark scenario is one Bureau case; one query per requester agent is as
 ``e_bureau_mediated``
     The Bureau in state b, with purpose-bound mediation: every requester asks every other agent
     through its own handle (``case.agent(role).consult``) and the mediator reveals shareable items, releases a private item's safe
-    abstraction if it has one and withholds the rest (:mod:`bureau.leakage.mediated`).
+    abstraction if it has one and withholds the rest (:mod:`bureau.leakage.mediated`). It
+    decides from the card's sensitivity, copied from the benchmark's label, so its zero is a
+    wiring (label-conformance) check; what could fail is in :mod:`bureau.leakage.measured`.
 
 b, c and d are three successive states of one case per scenario. Budgets: b-d take top-k *per
 scope* (own space + board: up to 2k cards), a takes top-k in all; the report therefore shows a at

@@ -71,6 +71,7 @@ from bureau.leakage.policies import (
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
+from bureau.leakage.repetition import abstraction_table, judged_checks
 from bureau.leakage.result import LabResult
 from bureau.leakage.social_model import IN_SCOPE
 from bureau.leakage.social_pairing import pairing_stats
@@ -140,6 +141,7 @@ def write_outputs(
         "probe": out / "probe.csv",
         "mediated": out / "mediated.csv.gz",
         "leaked_abstractions": out / "leaked_abstractions.csv",
+        "abstractions": out / "abstractions.csv",
         "report": out / "report.md",
     }
 
@@ -159,6 +161,7 @@ def write_outputs(
                                                                          index=False)
     tagged([r.probe for r in runs]).to_csv(paths["probe"], index=False)
     tagged([r.mediated for r in runs]).to_csv(paths["mediated"], index=False)
+    tagged([abstraction_table(r) for r in runs]).to_csv(paths["abstractions"], index=False)
     tagged([leaked_abstractions(r) for r in runs]).to_csv(paths["leaked_abstractions"],
                                                           index=False)
     for a in analyses:
@@ -371,7 +374,8 @@ def report_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
          f"{_pct(b['private_leak_rate_pairs'])} (b), "
          f"{_pct(c['private_leak_rate_pairs'])} (c), {_pct(d['private_leak_rate_pairs'])} (d)"],
         ["Private items with a safe hint (abstraction)",
-         f"{PAPER['hint_items']} of {PAPER['private_preferences']:,} ({_pct(paper_hint_share)})",
+         f"{PAPER['hint_items']} of {PAPER['private_preferences']:,} ({_pct(paper_hint_share)}; "
+         f"{PAPER['checked']['maas_hint_items']})",
          f"{ds['safe_abstraction_private_preferences']} of {ds['private_preferences']:,} "
          f"private_preferences (+{ds['safe_abstraction_private_information']} of "
          f"{ds['private_information']} private_information) = {ds['safe_abstraction']} of "
@@ -449,10 +453,12 @@ def social_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
         if (SHARED_POOL, category) not in domains.index:
             continue
         o = domains.loc[(SHARED_POOL, category)]
+        own = domains.loc[(SHARED_POOL_WITH_OWN, category)]
         bureau_leak = max(domains.loc[(p, category), "leak_rate_pairs"] for p in BUREAU_POLICIES)
         lo, hi = board["leak_rate"][category]
         cat_rows.append([category, _num(int(o["private_pairs"])), _pct(o["leak_rate_pairs"]),
-                         _pct(o["random_leak_rate_pairs"]), _pct(bureau_leak),
+                         _pct(o["random_leak_rate_pairs"]), _pct(own["leak_rate_pairs"]),
+                         _pct(bureau_leak),
                          f"{_pct(lo)}–{_pct(hi)}"])
     pair_rows = [[s.category, _num(s.private_items), _num(s.exact), _num(s.fuzzy),
                   _num(s.unpaired), f"{s.unused_keys:,} of {s.abstraction_keys:,}"]
@@ -478,7 +484,7 @@ def social_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
         "social_k_table": _md_table(K_HEADERS, _k_rows(a, ks)),
         "category_table": _md_table(
             ["category", "private pairs", f"shared pool of others, top-{a.result.k} (pairs)",
-             "random (pairs)", "bureau b–d (pairs)",
+             "random (pairs)", f"pool with own items, top-{a.result.k}", "bureau b–d (pairs)",
              f"published LLM agents, no privacy guidance ({board['models']} models)"],
             cat_rows,
         ),
@@ -488,8 +494,9 @@ def social_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
     }.items()}
 
 
-def mediated_values(a: Analysis) -> dict[str, str]:
-    """Every figure of a run's policy-e part, by template placeholder name."""
+def mediated_values(a: Analysis, judged: dict[str, Any] | None = None) -> dict[str, str]:
+    """Every figure of a run's policy-e part, by template placeholder name (``judged``: the
+    checks on the hand-judged sample, :func:`~bureau.leakage.repetition.judged_checks`)."""
     m, k = a.mediated, a.result.k
     pol = {r["policy"]: r for r in a.policies.to_dict(orient="records")}
     a1, a2 = a.cell(SHARED_POOL), a.cell(SHARED_POOL, 2 * k)
@@ -558,8 +565,65 @@ def mediated_values(a: Analysis) -> dict[str, str]:
         "compare_table": _md_table(["policy", "cards read", "private pairs leaked (raw)",
                                     "shareable / minimum-info recall", "abstractions"], rows),
         "plot_mediation": f"{a.slug}_{PLOTS['mediation']}",
+        **measured_values(a),
+        **judged_values(judged or {}),
     }
     return {name: str(value) for name, value in values.items()}
+
+
+def judged_values(judged: dict[str, Any]) -> dict[str, str]:
+    """Each abstraction check's precision and recall on the hand-judged sample."""
+    n = int(judged.get("judged", 0))
+    names = {"checker": "the mediator's check", "checker_without_known_names":
+             "the same without known names", "term_repetition": "term repetition"}
+    parts = []
+    for key, label in names.items():
+        if n and key in judged:
+            d, h = judged[key]["discloses"], judged[key]["discloses_or_hints"]
+            parts.append(f"{label} flags {judged[key]['flagged']}, precision {_pct(d['precision'])}"
+                         f" / recall {_pct(d['recall'])} on the {d['positives']} that disclose, "
+                         f"{_pct(h['precision'])} / {_pct(h['recall'])} on the {h['positives']} "
+                         "that disclose or hint")
+    return {"judged_n": _num(n), "judged_line": "; ".join(parts) or "n/a"}
+
+
+def measured_values(a: Analysis) -> dict[str, str]:
+    """The figures beside e's wiring check (:mod:`bureau.leakage.measured`, term repetition)."""
+    w, cm = a.measured["wiring_check"], a.measured["content_mediator"]
+    noise, by_k, rep = a.measured["label_noise"], a.measured["recall_by_k"], a.repetition
+    rows = "; ".join(f"{rate:.0%} flipped → leak {_pct(r['leak'])} ({_pct(r['leak_range'][0])}–"
+                     f"{_pct(r['leak_range'][1])}), recall {_pct(r['recall'])}"
+                     for rate, r in noise.get("rates", {}).items()) or "n/a"
+    curve = ", ".join(f"{_pct(v)} at k = {k}" for k, v in by_k.get("recall_at_k", {}).items())
+    holders = by_k.get("holder_items", {})
+    nan = float("nan")
+    return {name: str(v) for name, v in {
+        "wiring_private": _num(w["private_card_decisions"]),
+        "wiring_revealed": _num(w["private_cards_revealed"]),
+        "wiring_shareable": _num(w["shareable_card_decisions"]),
+        "categories": cm.get("categories", 0),
+        "threshold_content": f"cosine {cm.get('threshold', nan):.3f}",
+        "eval_scenarios": _num(cm.get("evaluation_scenarios", 0)),
+        "eval_decisions": _num(cm.get("evaluation_decisions", 0)),
+        "content_leak": _pct(cm.get("content", {}).get("leak", nan)),
+        "content_recall": _pct(cm.get("content", {}).get("recall", nan)),
+        "random_line": _pct(cm.get("random", {}).get("leak", nan)),
+        "content_auroc": f"{cm.get('auroc', nan):.3f}",
+        "rule_matches": "yes" if noise.get("rule_matches_service") else "NO",
+        "noise_rows": rows,
+        "noise_seeds": next(iter(noise.get("rates", {}).values()), {}).get("seeds", 0),
+        "recall_curve": curve or "n/a",
+        "holder_min": holders.get("min", 0),
+        "holder_max": holders.get("max", 0),
+        "holder_median": f"{holders.get('median', nan):g}",
+        "c_share": f"{by_k.get('c_shareable_per_requester', nan):.2f}",
+        "k_match": by_k.get("k_matching_c"),
+        "recall_match": _pct(by_k.get("recall_at_matching_k", nan)),
+        "rep_rate": _pct(rep["repeating_rate"]),
+        "rep_n": _num(rep["repeating_a_term"]),
+        "rep_mean": _pct(rep["mean_term_repetition"]),
+        "checker_unknown": _num(rep["checker_flags_without_known_names"]),
+    }.items()}
 
 
 def benchmark_values(info: dict[str, Any]) -> dict[str, str]:
@@ -606,13 +670,14 @@ def render_report(analyses: Sequence[Analysis], info: dict[str, Any]) -> str:
     """
     parts = load_template()
     texts = []
+    judged = judged_checks([a.result.lab for a in analyses])
     for a in analyses:
         dinfo = info["datasets"][a.name]
         if a.kind == "agentsocialbench":
             texts.append(parts["agentsocialbench"].substitute(social_values(a, dinfo)))
         else:
             texts.append(parts["magpie"].substitute(report_values(a, dinfo)))
-        texts.append(parts["mediated"].substitute(mediated_values(a)))
+        texts.append(parts["mediated"].substitute(mediated_values(a, judged)))
     if "benchmark" in info:
         texts.append(parts["benchmark"].substitute(benchmark_values(info)))
     return "\n".join(t.strip("\n") + "\n" for t in texts)

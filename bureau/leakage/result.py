@@ -103,6 +103,9 @@ class LabResult:
     """Policy e: one row per mediator decision (:data:`DECISION_COLUMNS`)."""
     audit_entries: int = 0
     """Decision entries the cases' audit ledgers hold after policy e (read back per case)."""
+    content: pd.DataFrame | None = None
+    """Every item's sensitivity score for the content mediator (labels hidden;
+    :func:`bureau.leakage.measured.content_scores`), ``None`` when the run computed none."""
 
     @property
     def dataset(self) -> Any:

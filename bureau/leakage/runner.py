@@ -52,6 +52,7 @@ from bureau.embedding import given_vectors
 from bureau.leakage.convert import to_lab
 from bureau.leakage.labset import LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieDataset
+from bureau.leakage.measured import CATEGORY_TEXTS, content_scores
 from bureau.leakage.mediated import audit_entries, lab_mediator, run_mediated
 from bureau.leakage.metrics import exposure_frame
 from bureau.leakage.policies import (
@@ -97,12 +98,14 @@ def as_lab(data: LabSet | MagpieDataset) -> LabSet:
 
 
 def lab_texts(data: LabSet | MagpieDataset) -> tuple[list[str], dict[tuple[str, str], str]]:
-    """Every distinct text the lab embeds (items, queries, abstractions), and the queries."""
+    """Every distinct text the lab embeds (items, queries, abstractions, the content mediator's
+    category descriptions), and the queries."""
     lab = as_lab(data)
     queries = {(s.scenario_id, a.name): a.query for s in lab.scenarios for a in s.agents}
     texts: list[str] = []
     for scenario in lab.scenarios:
         texts += _scenario_texts(scenario)
+    texts += CATEGORY_TEXTS  # the content mediator's category descriptions, embedded once
     return list(dict.fromkeys(texts)), queries
 
 
@@ -218,6 +221,7 @@ def run_lab(
                 future.cancel()
 
     t0 = time.perf_counter()
+    content = content_scores(enc, lab, vec)  # the content mediator's scores, labels hidden
     retrievals = pd.DataFrame(rows, columns=list(RETRIEVAL_COLUMNS))
     score_frame = pd.DataFrame(scores, columns=list(SCORE_COLUMNS))
     pairs = _pairs(lab, retrievals, score_frame)
@@ -247,6 +251,7 @@ def run_lab(
         probe=pd.DataFrame(probes, columns=list(PROBE_COLUMNS)),
         mediated=pd.DataFrame(decisions, columns=list(DECISION_COLUMNS)),
         audit_entries=audited,
+        content=content,
     )
 
 

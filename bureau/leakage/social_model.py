@@ -81,6 +81,10 @@ class SocialScenario(LabelledItems):
     abstraction_keys: int
     unused_abstraction_keys: tuple[str, ...]
     file: Path | None = field(default=None, compare=False)
+    people: tuple[str, ...] = ()
+    """The people both sides already know by name: ``user_profiles[].name``, the humans and the
+    ``cross_user`` persons. A released abstraction that repeats one of them repeats nothing the
+    requester lacks (:mod:`bureau.leakage.repetition`)."""
 
 
 @dataclass(frozen=True)

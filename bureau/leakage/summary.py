@@ -22,6 +22,7 @@ from bureau.embedding import MAX_TOKENS
 from bureau.leakage.analysis import HEADLINE_AUROC_QUERY, Analysis, own_slots
 from bureau.leakage.convert import QUERY_TEMPLATE, QUERY_VARIANTS
 from bureau.leakage.paper import AGENTSOCIALBENCH_LEADERBOARD, PAPER
+from bureau.leakage.repetition import judged_checks
 from bureau.leakage.social_pairing import pairing_stats
 from bureau.leakage.timing import Benchmark
 from bureau.text import MAX_QUESTION_CHARS
@@ -87,6 +88,8 @@ def dataset_dict(a: Analysis) -> dict[str, Any]:
         "intervals": a.intervals,
         "probe": a.probe,
         "mediated": a.mediated,
+        "mediated_wiring_and_measured": a.measured,
+        "abstraction_repetition": a.repetition,
         "own_items_in_with_own_pool": own_slots(result),
         "timings": result.timings.as_dict(),
     }
@@ -108,6 +111,7 @@ def summary_dict(
         "datasets": {a.name: dataset_dict(a) for a in analyses},
         "paper": PAPER,
         "agentsocialbench_leaderboard": AGENTSOCIALBENCH_LEADERBOARD,
+        "abstraction_checks_on_judged_sample": judged_checks([a.result.lab for a in analyses]),
         "environment": {
             "python": platform.python_version(),
             "machine": platform.machine(),
