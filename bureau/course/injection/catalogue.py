@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from ...anchors import AGENTPOISON_END_TO_END, MINJA
 from ...errors import ScenarioError
 from ...model import MemoryCard
 from ...resources import shipped_path
@@ -154,21 +155,10 @@ def _external(file: str) -> ExternalCatalogue:
         for name, template in attacks for channel in channels)
     return ExternalCatalogue(project, dict(src), licence, notice, out)
 
-PUBLISHED = (
-    {"attack": "AgentPoison", "paper": "Chen et al., NeurIPS 2024, arXiv 2407.12784",
-     "attack_success_rate": 0.80, "measures": "integrity",
-     "definition": "the agent acts on the attack: the triggered agent takes the attacker's "
-                   "target action",
-     "setup": "poisons an agent's long-term memory / RAG knowledge base with a few records and an "
-              "optimised trigger; success = the triggered agent takes the attacker's target "
-              "action (about 80 % on average, with under 0.1 % of the memory poisoned)"},
-    {"attack": "MINJA", "paper": "Dong et al., 2025, arXiv 2503.03704",
-     "attack_success_rate": 0.768, "measures": "integrity",
-     "definition": "the agent acts on the attack: a victim's query retrieves a planted record "
-                   "and the agent follows it",
-     "setup": "a normal user plants malicious records in a memory shared by all users, through "
-              "queries only; success = a victim's later query retrieves one and the agent acts "
-              "on it (76.8 % on average; the injection itself succeeds over 95 % of the time)"},
+PUBLISHED = tuple(
+    {"attack": name, "paper": a.source, "attack_success_rate": a.value, "measures": "integrity",
+     "definition": a.figure, "setup": a.setting, "checked": a.checked}
+    for name, a in (("AgentPoison", AGENTPOISON_END_TO_END), ("MINJA", MINJA))
 )
 """Published attack success rates for memory injection. Both count whether the agent *acts* on
 the attack, so they sit beside the lab's integrity column, never its disclosure column."""
