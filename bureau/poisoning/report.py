@@ -225,8 +225,8 @@ def render_report(result: PoisonResult, summary: pd.DataFrame, info: dict[str, A
     for scope in scopes:
         per_dataset += f"\n\n### {scope} only\n\n{_main_table(summary, scope)}"
     anchors = _md_table(
-        ["source", "figure", "value", "their setting", "how the lab differs"],
-        [[a.source, a.figure, pct(a.value), a.setting, a.differs] for a in ANCHORS])
+        ["source", "figure", "value", "their setting", "how the lab differs", "checked"],
+        [[a.source, a.figure, pct(a.value), a.setting, a.differs, a.checked] for a in ANCHORS])
     rows = summary[summary["scope"] == ALL].set_index("config")
     no = rows.loc[NO_TIERS]
     timings = ", ".join(f"{name} {sec:.1f} s" for name, sec in result.timings.items())
