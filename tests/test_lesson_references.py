@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 PATH = re.compile(r"`((?:bureau|tests|data|scenarios|notebooks|tools|\.ci)/[A-Za-z0-9_./-]+)`")
-LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+?\.ipynb)(#[^)]*)?\)")
+LINK = re.compile(r"\[([^\]]+)\]\(([^)\s:]+?\.(?:ipynb|md))(#[^)]*)?\)")
 NUMBERED = re.compile(r"^(\d\d) · (.+)$")
 
 
@@ -53,7 +53,9 @@ def test_every_lesson_link_points_to_the_lesson_it_names(nb):
         for label, target, _ in LINK.findall(text):
             path = nb.parent / target
             if not path.exists():
-                wrong.append((i, target, "no such notebook"))
+                wrong.append((i, target, "no such file"))
+                continue
+            if path.suffix != ".ipynb":
                 continue
             named = NUMBERED.match(label.strip("◀▶ ").strip())
             if named and not _title(path).startswith(f"{named[1]} · {named[2]}"):

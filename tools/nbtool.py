@@ -78,7 +78,7 @@ STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); se
          "to pin a case")
 NAV_OPEN, NAV_CLOSE = "<!--NAVIGATION-->", "<!--/NAVIGATION-->"
 TOC_OPEN, TOC_CLOSE = "<!--CONTENTS-->", "<!--/CONTENTS-->"
-CONTENTS_LINK = "[Contents](00_welcome.ipynb#Contents)"
+CONTENTS_LINK = "[Contents](00_welcome.ipynb#Contents) · [Glossary](GLOSSARY.md)"
 
 
 def is_checked(cell: nbformat.NotebookNode) -> bool:
