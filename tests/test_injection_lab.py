@@ -225,7 +225,7 @@ def test_a_lesson_stand_in_is_never_mistaken_for_a_provider(bureau):
     with use_voice(bureau, "obedient") as voice:
         assert voice.is_standin and lab.configured_provider(bureau) is None
         report = lab.run_lab(bureau, ["safe-combination"], "gullible", targets_per_scenario=1,
-                             injections=lab.CATALOGUE[:2])
+                             injections=lab.CATALOGUE[:2], external=False)  # the two asked for
         assert "stand-in" in report.voice
         assert all(t.bureau.obeyed for t in report.trials)
         assert bureau.responder is voice.responder  # given back after the lab
