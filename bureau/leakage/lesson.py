@@ -25,6 +25,7 @@ from bureau.leakage.convert import (
 )
 from bureau.leakage.labset import LabSet
 from bureau.leakage.magpie import MagpieDataset, default_magpie_path, load_magpie, subset
+from bureau.leakage.measured import measured_summary
 from bureau.leakage.mediated import mediated_summary
 from bureau.leakage.metrics import private_leak_rate_pairs, shareable_recall
 from bureau.leakage.policies import SHARED_POOL
@@ -46,6 +47,7 @@ __all__ = [
     "domain_table",
     "load_dataset",
     "load_second_benchmark",
+    "measured_summary",
     "mediated_summary",
     "plots",
     "query_text",
