@@ -85,8 +85,8 @@ def test_a_delete_forgets_every_store_but_the_audit_chain(ledger):
     ledger.cases.add("c1", "s", "t", "tok")
     ledger.event_log.append_many("c1", [("case.created", {})], "tok")
     ledger.publishes.add_cleanup("c1", "card", "board", "r")
-    ledger.mediation.limit_card("c1", "tok", "card", "detective", revoke=True,
-                                audit=[{"kind": "decision", "action": "revoke"}])
+    ledger.mediation.limit_cards("c1", "tok", [("card", "detective")], revoke=True,
+                                 audit=[{"kind": "decision", "action": "revoke"}])
     ledger.task_scope_records.create("c1", "tok", "ops", "detective")
     ledger.cases.delete("c1", "tok")
     assert ledger.cases.get("c1") is None and ledger.event_log.read("c1") == []

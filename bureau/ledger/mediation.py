@@ -244,45 +244,16 @@ class MediationStore:
                  if r["requester"] == requester}
         return rec, self._dead(state, now), grants, spent
 
-    def limit_card(
-        self, case_id: str, token: str | None, card_id: str, owner: str, *,
-        expires_at: float | None = None, revoke: bool = False, reason: str | None = None,
-        audit: list[dict[str, Any]] | None = None,
-    ) -> None:
-        """Set a card's expiry and/or revoke it (final), with its audit entries, in one
-        transaction, while the case is still the incarnation ``token``."""
-        now = time.time()
-
-        def run() -> None:
-            with self._conn.tx(write=True) as db:
-                rec = live_case(self._conn, db, case_id, token)
-                state = self._state(db, rec)
-                row = next((r for r in state["card_limits"] if r["card_id"] == card_id), None)
-                if row is None:
-                    new = {"case_id": case_id, "card_id": card_id, "owner": owner,
-                           "expires_at": expires_at, "revoked_at": now if revoke else None,
-                           "reason": reason}
-                else:
-                    new = {**row,
-                           "expires_at": expires_at if expires_at is not None
-                           else row["expires_at"],
-                           "revoked_at": row["revoked_at"] or (now if revoke else None),
-                           "reason": reason or row["reason"]}
-                self._put(db, state, "card_limits", new)
-                self._append_audit(db, case_id, token,
-                                   audit or [{"kind": "state", "action": "limit"}],
-                                   seal=_seal(token, True, state))
-
-        self._conn.retrying(run)
-
     def limit_cards(
         self, case_id: str, token: str | None, cards: list[tuple[str, str]], *,
         expires_at: float | None = None, revoke: bool = False, reason: str | None = None,
         audit: list[dict[str, Any]] | None = None,
     ) -> None:
-        """:meth:`limit_card` for several cards ``(card_id, owner)`` at once: a card and every
-        copy derived from it are limited in one transaction, never some of them (issue 19);
-        each row signed and the case's state sealed like any other state change."""
+        """Set the expiry and/or revoke (final) cards ``(card_id, owner)`` with their audit
+        entries, in one transaction, while the case is still the incarnation ``token``: a card and
+        every copy derived from it are limited together, never some of them (issue 19). An expiry
+        only ever comes sooner; each row is signed and the case's state sealed like any other
+        state change."""
         now = time.time()
 
         def run() -> None:
