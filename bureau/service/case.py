@@ -276,9 +276,11 @@ class Case:
         gw = self.bureau.gateway
         space, dead = self._ctx.view()
         board = [c for c in gw.list(space, BOARD) if live(c, dead)]
-        counts = {r: 0 for r in self.role_names}
-        for r in self.role_names:  # what each role holds and may still read (revoked: erased)
-            counts[r] = sum(1 for c in gw.list(space, r) if live(c, dead))
+        # What each role holds and may still read (revoked: erased). The stage redraws on every
+        # event, so with nothing revoked or expired a count query per role is enough; otherwise
+        # each card's own id and its source link must be checked, which needs the cards.
+        counts = {r: gw.count(space, r) if not dead else
+                  sum(1 for c in gw.list(space, r) if live(c, dead)) for r in self.role_names}
         last = None
         event = self.bureau.ledger.event_log.last(self.id, "retrieval.completed")
         if event is not None:
