@@ -148,3 +148,24 @@ def test_the_lesson_has_a_quiz(lesson):
     from bureau.course.quiz import questions
 
     assert 3 <= len(questions()[lesson]) <= 5
+
+
+def test_the_instructor_kit_names_only_paths_and_lessons_that_exist():
+    """The same rules tests/test_lesson_references.py applies to the lessons' markdown."""
+    from test_lesson_references import LINK, NUMBERED, PATH, _title
+
+    kit = REPO / "notebooks" / "INSTRUCTOR.md"
+    text = kit.read_text(encoding="utf-8")
+    assert [m for m in PATH.findall(text) if not (REPO / m.rstrip("/.")).exists()] == []
+    wrong = []
+    for label, target, _ in LINK.findall(text):
+        path = kit.parent / target
+        named = NUMBERED.match(label.strip("◀▶ ").strip())
+        if not path.exists():
+            wrong.append((target, "no such file"))
+        elif named and not _title(path).startswith(f"{named[1]} · {named[2]}"):
+            wrong.append((label, _title(path)))
+    assert wrong == []
+    lessons = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert all(f"]({name})" in text for name in lessons), "every lesson has a row"
+    assert "](INSTRUCTOR.md)" in (REPO / "notebooks" / "README.md").read_text(encoding="utf-8")
