@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from conftest import REPO
 
 from bureau.agents.loop import ToolCall, ToolLoop, run_tool_loop
@@ -143,11 +142,16 @@ def test_a_gullible_model_told_it_is_the_informant_still_reads_only_its_handles_
     assert secret not in run.results_text() and secret not in (run.reply or "")
 
 
-@pytest.mark.parametrize("lesson", ["09"])
-def test_the_lesson_has_a_quiz(lesson):
+def test_the_lessons_quiz_keeps_the_quiz_rules():
+    """tests/test_quiz.py's rules, for lesson 09: one right answer, an explanation per choice."""
     from bureau.course.quiz import questions
 
-    assert 3 <= len(questions()[lesson]) <= 5
+    qs = questions()["09"]
+    assert 3 <= len(qs) <= 5
+    for q in qs:
+        assert q.id.startswith("q09-") and q.question.endswith("?") and len(q.choices) >= 3
+        assert all(c.text.strip() and len(c.why) > 20 for c in q.choices), q.id
+        assert [i for i, c in enumerate(q.choices) if c.why.startswith("Right.")] == [q.answer]
 
 
 def test_the_instructor_kit_names_only_paths_and_lessons_that_exist():
