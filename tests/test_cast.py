@@ -33,6 +33,8 @@ def test_safe_combination_keeps_the_worked_example():
     assert cast.evidence.question == "What size is the muddy boot print?"
     assert cast.evidence.knowers_after == ("detective", "informant", "suspect")
     assert (cast.spare.key, cast.spare.owner) == ("cctv", "detective")
+    # The lessons' Python names are the roles themselves here (lessons 00-03 read concretely).
+    assert cast.story_roles() == ("informant", "detective", "suspect")
 
 
 def test_the_mole_casts_its_own_roles():
@@ -40,6 +42,7 @@ def test_the_mole_casts_its_own_roles():
     assert (cast.holder, cast.secret.key, cast.outsider) == ("informant", "true-tip", "detective")
     assert (cast.witness, cast.testimony.key) == ("harbourmaster", "customs-hours")
     assert (cast.evidence.key, cast.spare.key) == ("leak-warning", "blue-van")
+    assert cast.story_roles() == ("informant", "detective", "harbourmaster")
 
 
 @pytest.mark.parametrize("scenario_id", SHIPPED)

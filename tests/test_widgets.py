@@ -346,6 +346,7 @@ def _solve(bureau, case, exercise_id: str):
         "answer": None,
         "caught": None,
     }
+    ns.update(zip(("informant", "detective", "suspect"), Cast.of(case).story_roles(), strict=True))
     exec(EXERCISES[exercise_id].solution, ns)
     return ns["caught"] if exercise_id == "04-peek" else ns["answer"]
 
@@ -389,6 +390,30 @@ def test_exercise_checks_explain_wrong_answers(case):
     case.whisper("suspect", GARDENER)
     v = check("01-gardener", case)
     assert not v and "detective" in v.message
+
+
+def test_peek_check_passes_only_on_the_bureaus_own_refusal(case):
+    """Lesson 04's exercise tests the agent boundary itself: an UnknownCardError the learner
+    built, one the operator's API raised, or one for a made-up id or a card the role may read
+    does not pass; only the handle refusing another role's real card does."""
+    from bureau.errors import UnknownCardError
+
+    secret = case.seed_card("safe-code")
+
+    def caught(call):
+        try:
+            call()
+        except BureauError as exc:
+            return exc
+        raise AssertionError("no refusal")
+
+    assert not check("04-peek", case, UnknownCardError("suspect has no card"))  # made by hand
+    v = check("04-peek", case, caught(lambda: case.card("suspect", secret.id)))
+    assert not v and "agent handle" in v.message  # the operator's API, not the agent's boundary
+    v = check("04-peek", case, caught(lambda: case.agent("suspect").card("made-up-id")))
+    assert not v and "No card of this case" in v.message
+    v = check("04-peek", case, caught(lambda: case.agent("suspect").card(secret.id)))
+    assert v and "informant" in v.message
 
 
 def test_exercise_checks_name_the_scenarios_roles(bureau):
@@ -451,3 +476,18 @@ def test_plots_have_labels_and_a_finding_title(bureau, case):
         ax = fig.axes[0]
         assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
     assert "recover() removed it" in fig.axes[0].get_title()
+
+
+def test_similarity_primer_scores_the_answering_card_alone_above_the_threshold(bureau, case):
+    """Lesson 02's primer figure: real MiniLM cosines, the same numbers the X-ray reports."""
+    question = Cast.of(case).secret.question
+    cards = [(f"{role}: {m.key}", m.content) for role, m in case.scenario.seeds()]
+    thr = bureau.settings.relevance_threshold
+    fig, scores = plots.similarities(bureau.encoder, question, cards, thr)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel()
+    above = [label for (label, _), s in zip(cards, scores, strict=True) if s >= thr]
+    assert above == ["informant: safe-code"]
+    assert ax.get_title().startswith("Only 'informant: safe-code' clears the threshold")
+    hit = case.retrieve("informant", question).hits[0]
+    assert abs(hit.score - scores[0]) < 0.01  # what the X-ray calls the score

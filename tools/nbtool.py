@@ -9,7 +9,8 @@ Widget state, papermill metadata and per-cell execution metadata are dropped; th
     python tools/nbtool.py execute notebooks/0*.ipynb   # run in a temporary data dir, then clean
     python tools/nbtool.py clean notebooks/*.ipynb      # clean only
     python tools/nbtool.py check notebooks/*.ipynb      # exit 1 if a notebook breaks the policy
-    python tools/nbtool.py nav [--check]                # navigation and contents from COURSE
+    python tools/nbtool.py nav [--check] [--only F]     # navigation and contents from COURSE
+    python tools/nbtool.py time notebooks/0*.ipynb      # a learner's minutes per lesson
 
 Navigation (the "previous / next" cells that open and close every lesson), the contents table in
 lesson 00 and the lesson table in notebooks/README.md are generated from one table, ``COURSE``:
@@ -44,34 +45,42 @@ class Lesson(NamedTuple):
     """Shown in the navigation cells and in the contents; starts with the lesson's number."""
     summary: str
     """One line: what the lesson teaches (the contents and notebooks/README.md show it)."""
+    minutes: int | None = None
+    """A learner's time for the lesson, measured with ``nbtool.py time`` (reading, running, the
+    exercise and the quiz; :func:`learner_minutes` says how); lesson 00's contents shows it.
+    ``None`` until someone has measured the lesson."""
 
 
 COURSE: list[Lesson] = [
     Lesson("00_welcome.ipynb", "00 · Welcome to the Bureau",
-           "environment check (offline, hash-pinned model), vocabulary, the console"),
+           "environment check (offline, hash-pinned model), vocabulary, the console", 25),
     Lesson("01_whisper.ipynb", "01 · Whisper: private memory",
-           "writing a private card; what each role can read"),
+           "writing a private card; what each role can read", 20),
     Lesson("02_interrogate.ipynb", "02 · Interrogate: the memory X-ray",
-           "the memory X-ray: scopes, scores, threshold, misses, latency"),
+           "embeddings and cosine scores; the memory X-ray: scopes, scores, threshold, misses, "
+           "latency", 25),
     Lesson("03_publish.ipynb", "03 · Publish: the saga in slow motion",
            "publishing, the first way out of a private space: the saga behind it, a crash and "
-           "`case.recover()`"),
+           "`case.recover()`", 25),
     Lesson("04_attacks.ipynb", "04 · Attacks that fail, and why",
            "prompt injection, injected cards, cross-case publish, tampering, stage peeking, "
-           "timing, each shown failing with the reason"),
+           "timing, each shown failing with the reason", 30),
     Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage on MAGPIE",
-           "leak rate vs. recall on the MAGPIE benchmark: relevance is not authorisation"),
+           "leak rate vs. recall on the MAGPIE benchmark: relevance is not authorisation", 30),
     Lesson("06_llm_voice.ipynb",
            "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
            "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
-           "measured against a naive shared memory"),
+           "measured against a naive shared memory", 35),
     Lesson("07_purpose_bound.ipynb", "07 · Purpose-bound memory: withhold, abstract or reveal",
            "who asks, for whom and why: a policy decides per card, with an audit trail, grants "
-           "that expire, revocation and a disclosure budget"),
+           "that expire, revocation and a disclosure budget", 25),
     Lesson("08_beyond_the_board.ipynb",
            "08 · Beyond the bulletin board: trust tiers, team scopes, memory poisoning",
            "untrusted tool output that never reaches long-term memory, the poisoning lab, a task "
-           "scope with invitations, two processes converging, a removed member"),
+           "scope with invitations, two processes converging, a removed member", 30),
+    Lesson("09_closing.ipynb", "09 · Closing: what to take home",
+           "the four big ideas, a design checklist, how peer memory libraries scope memory and "
+           "where their isolation bugs came from, wiring an agent loop to a handle"),
 ]
 """The course, in order: the one table navigation and contents are generated from."""
 STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); set `BUREAU_CASE` "
@@ -146,50 +155,145 @@ def execute(paths: list[Path], timeout: int = 300) -> None:
         shutil.rmtree(data, ignore_errors=True)
 
 
+# -- a learner's time per lesson ----------------------------------------------------------------
+PROSE_WPM = 150
+"""Reading speed for the lessons' prose: technical text read to be understood, slower than the
+200-250 words a minute usually quoted for plain prose."""
+CODE_LINES_PER_MIN = 10
+"""Reading speed for code cells (a line every six seconds)."""
+PREDICT_MIN, EXERCISE_MIN, QUIZ_MIN = 1, 5, 3
+"""Thinking and typing: per "Predict" prompt (write a guess down), for the exercise, for the
+quiz."""
+
+
+def learner_minutes(nb: nbformat.NotebookNode, run_seconds: float) -> tuple[int, dict[str, float]]:
+    """A learner's minutes for one lesson, rounded up to 5, and how they add up.
+
+    Reading is counted from the notebook (words of prose, lines of code, skipping the generated
+    navigation and contents); running is the measured kernel time of a top-to-bottom run; the
+    rest is a fixed allowance for each predict prompt, the exercise and the quiz. An estimate,
+    said as one: the learner's reading speed is the largest unknown.
+    """
+    prose = code = predicts = 0
+    for cell in nb.cells:
+        if cell.source.startswith((NAV_OPEN, TOC_OPEN)):
+            continue
+        if cell.cell_type == "markdown":
+            prose += len(re.findall(r"[A-Za-z0-9']+", cell.source))
+            predicts += cell.source.count("Predict")
+        elif cell.cell_type == "code":
+            code += len([ln for ln in cell.source.splitlines() if ln.strip()])
+    parts = {
+        "reading prose": prose / PROSE_WPM,
+        "reading code": code / CODE_LINES_PER_MIN,
+        "running": run_seconds / 60,
+        "predicting": predicts * PREDICT_MIN,
+        "exercise and quiz": EXERCISE_MIN + QUIZ_MIN,
+    }
+    total = sum(parts.values())
+    return int(-(-total // 5) * 5), {**parts, "words": prose, "code lines": code}
+
+
+def time_lessons(paths: list[Path], timeout: int = 600) -> list[tuple[str, int, dict]]:
+    """Run each lesson in a temporary data directory (nothing is written back) and estimate a
+    learner's minutes; the numbers go into ``COURSE`` by hand."""
+    import time
+
+    from nbclient import NotebookClient
+
+    data = Path(tempfile.mkdtemp(prefix="bureau-nbtool-"))
+    old = os.environ.get("BUREAU_DATA_DIR")
+    os.environ["BUREAU_DATA_DIR"] = str(data)
+    rows = []
+    try:
+        for path in paths:
+            nb = nbformat.read(path, as_version=4)
+            start = time.perf_counter()
+            NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            seconds = time.perf_counter() - start
+            minutes, parts = learner_minutes(nb, seconds)
+            rows.append((path.name, minutes, {**parts, "run seconds": seconds}))
+            print(f"{path.name}: {minutes} min  " + ", ".join(
+                f"{k} {v:.1f}" for k, v in rows[-1][2].items()), flush=True)
+    finally:
+        if old is None:
+            os.environ.pop("BUREAU_DATA_DIR", None)
+        else:
+            os.environ["BUREAU_DATA_DIR"] = old
+        shutil.rmtree(data, ignore_errors=True)
+    return rows
+
+
 # -- navigation and contents, generated from COURSE ----------------------------------------------
-def nav_cell(i: int) -> str:
-    """The navigation cell of lesson ``i``: previous lesson, contents, next lesson."""
-    prev = f"[◀ {COURSE[i - 1].title}]({COURSE[i - 1].file})" if i > 0 else "◀ (start)"
-    nxt = (f"[{COURSE[i + 1].title} ▶]({COURSE[i + 1].file})" if i + 1 < len(COURSE)
+def present(nb_dir: Path = NB_DIR) -> list[Lesson]:
+    """The rows of ``COURSE`` whose notebook exists: a row may land before its lesson (another
+    branch writes it); until then no navigation or contents links to it."""
+    return [le for le in COURSE if (nb_dir / le.file).exists()]
+
+
+def nav_cell(i: int, course: list[Lesson] | None = None) -> str:
+    """The navigation cell of lesson ``i`` of ``course`` (default: every row of ``COURSE``):
+    previous lesson, contents, next lesson."""
+    course = COURSE if course is None else course
+    prev = f"[◀ {course[i - 1].title}]({course[i - 1].file})" if i > 0 else "◀ (start)"
+    nxt = (f"[{course[i + 1].title} ▶]({course[i + 1].file})" if i + 1 < len(course)
            else "(end) ▶")
     return f"{NAV_OPEN}\n{prev} | {CONTENTS_LINK} | {nxt}\n{NAV_CLOSE}"
 
 
-def contents_cell() -> str:
-    """Lesson 00's contents (its ``## Contents`` heading is the target of every nav link)."""
-    rows = "\n".join(f"| [{le.title}]({le.file}) | {le.summary} |" for le in COURSE)
+def _minutes(le: Lesson) -> str:
+    return f"{le.minutes} min" if le.minutes else "not yet timed"
+
+
+def contents_cell(course: list[Lesson] | None = None) -> str:
+    """Lesson 00's contents, the course map with each lesson's time (its ``## Contents`` heading
+    is the target of every nav link)."""
+    course = COURSE if course is None else course
+    rows = "\n".join(f"| [{le.title}]({le.file}) | {le.summary} | {_minutes(le)} |"
+                     for le in course)
+    total = sum(le.minutes or 0 for le in course)
     return (
-        f"{TOC_OPEN}\n## Contents\n\n| lesson | you will learn |\n|---|---|\n{rows}\n\n"
-        f"The projector view for a classroom is `notebooks/{STAGE[0]}` (`make stage` serves "
-        f"it).\n{TOC_CLOSE}"
+        f"{TOC_OPEN}\n## Contents\n\n| lesson | you will learn | time |\n|---|---|---|\n{rows}\n\n"
+        f"About {total // 60} h {total % 60:02d} min in all. A time is a learner's: reading at "
+        f"{PROSE_WPM} words a minute, running every cell (measured on a 2-core machine), "
+        f"{PREDICT_MIN} min per prediction and {EXERCISE_MIN + QUIZ_MIN} min for the exercise "
+        f"and quiz (`tools/nbtool.py time` recounts it). The projector view for a classroom is "
+        f"`notebooks/{STAGE[0]}` (`make stage` serves it).\n{TOC_CLOSE}"
     )
 
 
-def readme_table() -> str:
+def readme_table(course: list[Lesson] | None = None) -> str:
     """The lesson table of notebooks/README.md, between the contents markers."""
-    rows = [f"| [`{le.file}`]({le.file}) | {le.summary} |" for le in COURSE]
-    rows.append(f"| [`{STAGE[0]}`]({STAGE[0]}) | {STAGE[1]} |")
-    return f"{TOC_OPEN}\n| notebook | what it teaches |\n|---|---|\n" + "\n".join(rows) + \
-        f"\n{TOC_CLOSE}"
+    course = COURSE if course is None else course
+    rows = [f"| [`{le.file}`]({le.file}) | {le.summary} | {_minutes(le)} |" for le in course]
+    rows.append(f"| [`{STAGE[0]}`]({STAGE[0]}) | {STAGE[1]} | |")
+    return f"{TOC_OPEN}\n| notebook | what it teaches | time |\n|---|---|---|\n" + \
+        "\n".join(rows) + f"\n{TOC_CLOSE}"
 
 
-def _set_nav(nb: nbformat.NotebookNode, i: int) -> None:
+def _set_nav(nb: nbformat.NotebookNode, i: int, course: list[Lesson]) -> None:
     for at in (0, -1):
         if not (nb.cells and nb.cells[at].source.startswith(NAV_OPEN)):
             nb.cells.insert(0 if at == 0 else len(nb.cells), nbformat.v4.new_markdown_cell(""))
-        nb.cells[at].source = nav_cell(i)
+        nb.cells[at].source = nav_cell(i, course)
 
 
 def _toc_block(text: str) -> re.Match[str] | None:
     return re.search(re.escape(TOC_OPEN) + r".*?" + re.escape(TOC_CLOSE), text, re.S)
 
 
-def nav(nb_dir: Path = NB_DIR, write: bool = True) -> tuple[list[str], list[str]]:
+def nav(nb_dir: Path = NB_DIR, write: bool = True,
+        only: set[str] | None = None) -> tuple[list[str], list[str]]:
     """Bring nav cells, lesson 00's contents and the README table in line with ``COURSE``.
 
+    Rows whose notebook does not exist yet are left out of every link and table (see
+    :func:`present`). ``only``: rewrite just these notebook files (and not the README), e.g. the
+    lessons one engineer owns; the rest is still checked and reported.
+
     Returns ``(stale, broken)``: what was (with ``write=False``: would be) rewritten, and what no
-    rewrite can fix (a numbered notebook missing from the table, a row without its notebook, a
-    README without the markers), so a new lesson cannot be forgotten in the table.
+    rewrite can fix (a numbered notebook missing from the table, a README without the markers),
+    so a new lesson cannot be forgotten in the table.
     """
     stale: list[str] = []
     broken: list[str] = []
@@ -197,47 +301,48 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True) -> tuple[list[str], list[str]
     for path in sorted(nb_dir.glob("[0-9][0-9]_*.ipynb")):
         if path.name not in listed:
             broken.append(f"{path.name}: not in COURSE (tools/nbtool.py): add a row for it")
-    for i, lesson in enumerate(COURSE):
+    course = present(nb_dir)
+    for i, lesson in enumerate(course):
         path = nb_dir / lesson.file
-        if not path.exists():
-            broken.append(f"{lesson.file}: listed in COURSE but the notebook does not exist")
-            continue
         nb = nbformat.read(path, as_version=4)
         before = [c.source for c in nb.cells]
-        _set_nav(nb, i)
+        _set_nav(nb, i, course)
         if i == 0:
             toc = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith(TOC_OPEN)]
             if not toc:
                 nb.cells.insert(len(nb.cells) - 1, nbformat.v4.new_markdown_cell(""))
                 toc = [nb.cells[-2]]
-            toc[0].source = contents_cell()
+            toc[0].source = contents_cell(course)
         if [c.source for c in nb.cells] != before:
             stale.append(f"{lesson.file}: navigation or contents out of date with COURSE")
-            if write:
+            if write and (only is None or lesson.file in only):
                 nbformat.write(clean(nb), path)
     readme = nb_dir / "README.md"
     text = readme.read_text(encoding="utf-8")
     block = _toc_block(text)
     if block is None:
         broken.append(f"{readme.name}: no {TOC_OPEN} … {TOC_CLOSE} block for the lesson table")
-    elif block.group(0) != readme_table():
+    elif block.group(0) != readme_table(course):
         stale.append(f"{readme.name}: lesson table out of date with COURSE")
-        if write:
-            new = text[: block.start()] + readme_table() + text[block.end():]
+        if write and only is None:
+            new = text[: block.start()] + readme_table(course) + text[block.end():]
             readme.write_text(new, encoding="utf-8")
     return stale, broken
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=["execute", "clean", "check", "nav"])
+    ap.add_argument("command", choices=["execute", "clean", "check", "nav", "time"])
     ap.add_argument("paths", nargs="*", type=Path,
                     help="notebooks (execute, clean, check); the notebooks folder (nav)")
     ap.add_argument("--check", action="store_true",
                     help="nav: only report what is out of date (exit 1 if anything is)")
+    ap.add_argument("--only", action="append", metavar="FILE",
+                    help="nav: rewrite only this lesson (repeatable; the README is left alone)")
     args = ap.parse_intermixed_args(argv)  # `nav --check DIR` as well as `nav DIR --check`
     if args.command == "nav":
-        stale, broken = nav(args.paths[0] if args.paths else NB_DIR, write=not args.check)
+        stale, broken = nav(args.paths[0] if args.paths else NB_DIR, write=not args.check,
+                            only=set(args.only) if args.only else None)
         for p in stale:
             print(p if args.check else f"rewrote: {p}", file=sys.stderr if args.check else sys.stdout)
         for p in broken:
@@ -245,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if broken or (args.check and stale) else 0
     if not args.paths:
         ap.error(f"{args.command} needs at least one notebook path")
+    if args.command == "time":
+        time_lessons(args.paths)
+        return 0
     if args.command == "execute":
         execute(args.paths)
     elif args.command == "clean":

@@ -81,6 +81,17 @@ class Cast:
         )
         return _cast(scenario)
 
+    def story_roles(self) -> tuple[str, str, str]:
+        """``informant, detective, suspect = cast.story_roles()``: the roles under the names
+        the lessons' story gives them, so a lesson's code reads
+        ``case.interrogate(detective, ...)`` rather than ``cast.outsider``.
+
+        The names are the safe-combination's roles and, in that case, their values too
+        (holder, outsider, witness); another scenario's roles play the same parts under the
+        same Python names, which is what lets CI run a lesson with ``-p scenario the-mole``.
+        """
+        return self.holder, self.outsider, self.witness
+
     def parts(self) -> list[tuple[str, str]]:
         """``(part, who or which card)`` rows, in the order the lessons meet them."""
         card = "{0.key} ({0.owner}'s card)".format

@@ -53,8 +53,9 @@ class Exercise:
     title: str
     solution: str
     """Python code that solves the exercise in the lesson's namespace (``case``, ``cast``,
-    ``bureau``...). It names roles and cards only through ``cast``, because the same solution is
-    shown for every scenario a lesson runs with."""
+    ``bureau``, and ``informant``, ``detective``, ``suspect`` from ``cast.story_roles()``). It
+    quotes no role or card name, because the same solution is shown for every scenario a lesson
+    runs with."""
     checker: Callable[[Case, Any], Verdict]
 
     def check(self, case: Case, answer: Any = None) -> Verdict:
@@ -160,18 +161,53 @@ def _check_footprint(case: Case, answer: Any) -> Verdict:
 
 
 # -- lesson 04 --------------------------------------------------------------------------------
+def _refusing_handle(exc: BaseException) -> tuple[str, object] | None:
+    """``(role, card_id)`` of the agent handle's ``card(...)`` call that raised ``exc``, read
+    from its traceback; ``None`` if no handle's ``card`` raised it (made by hand, or raised by an
+    operator call such as ``case.card(role, id)``, which is not the agent's boundary)."""
+    from ...service.agent import Agent
+
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is Agent.card.__code__:
+            handle = frame.f_locals.get("self")
+            return getattr(handle, "role", ""), frame.f_locals.get("card_id")
+        tb = tb.tb_next
+    return None
+
+
 def _check_peek(case: Case, answer: Any) -> Verdict:
+    """Passes only on the bureau's own refusal: an ``UnknownCardError`` raised inside an agent
+    handle's ``card(...)``, for a real card of this case that the handle's role may not read.
+    An exception built by hand, a refusal the operator's API gave, or a made-up id that nobody
+    holds does not test the boundary, and is told so."""
     if answer is None:
         return not_yet("Store the exception you caught in `caught`.")
-    if isinstance(answer, UnknownCardError):
-        return passed(
-            "The suspect gets 'no such card', the same answer as for an id that does not exist, "
-            "so it cannot even learn that the card is there."
-        )
-    if isinstance(answer, BaseException):
+    if not isinstance(answer, BaseException):
+        return not_yet("`caught` should hold the exception the suspect's handle's card(...) "
+                       "raised.")
+    if not isinstance(answer, UnknownCardError):
         return not_yet(f"You caught {type(answer).__name__}; read the card through the "
-                       "suspect's handle.")
-    return not_yet("`caught` should hold the exception the suspect's handle's card(...) raised.")
+                       "suspect's handle: case.agent(\"suspect\").card(card_id).")
+    call = _refusing_handle(answer)
+    if call is None:
+        return not_yet("That UnknownCardError did not come from an agent handle's card(...): "
+                       "make the bureau refuse you through case.agent(role).card(card_id), "
+                       "not the operator's case.card or an exception you raised yourself.")
+    role, card_id = call
+    owner = next((space for space, cards in case.spaces().items()
+                  if any(c.id == card_id for c in cards)), None)
+    if owner is None:
+        return not_yet(f"No card of this case has the id {card_id!r}: any made-up id gets 'no "
+                       "such card'. Try the informant's real card: case.seed_card(\"safe-code\").id.")
+    if owner in (role, BOARD):
+        return not_yet(f"The {role} may read that card; try another role's private card.")
+    return passed(
+        f"The bureau refused the {role}'s handle a real card of the {owner} with 'no such "
+        "card', the same answer as for an id that does not exist, so it cannot even learn "
+        "that the card is there."
+    )
 
 
 # -- lesson 05 --------------------------------------------------------------------------------
@@ -194,27 +230,27 @@ EXERCISES: dict[str, Exercise] = {
         ),
         Exercise(
             "01-gardener",
-            "Tell only the witness",
-            'case.whisper(cast.witness, "The gardener is called Albert Finch.", topic="staff")',
+            "Tell only the suspect",
+            'case.whisper(suspect, "The gardener is called Albert Finch.", topic="staff")',
             _check_gardener,
         ),
         Exercise(
             "02-suspect-question",
-            "A question only the witness can answer",
-            "answer = cast.testimony.question  # the scenario's own question about the witness's card",
+            "A question only the suspect can answer",
+            "answer = cast.testimony.question  # the case's own question about the suspect's card",
             _check_suspect_question,
         ),
         Exercise(
             "03-footprint",
             "Publish through a crash",
-            "evidence = case.seed_card(cast.evidence.key)\n"
+            "footprint = case.seed_card(cast.evidence.key)  # the detective's boot-print card\n"
             "try:\n"
             "    with faults.armed(\"publish.before_mark_ready\"):\n"
-            "        case.publish(cast.evidence.owner, evidence.id)\n"
+            "        case.publish(footprint.owner, footprint.id)\n"
             "except BureauError as exc:\n"
             "    print(\"crashed:\", exc.message)\n"
             "print(case.recover())\n"
-            "case.publish(cast.evidence.owner, evidence.id)",
+            "case.publish(footprint.owner, footprint.id)",
             _check_footprint,
         ),
         Exercise(

@@ -14,6 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ...embedding import Encoder
 from ...model import BOARD, RetrievalTrace
 from ...service import Case
 from ..attacks import AttackResult
@@ -89,7 +90,7 @@ def latency_by_scope(traces: Sequence[RetrievalTrace]) -> Figure:
     """
     steps: dict[str, list[float]] = {"embed question": [t.embed_ms for t in traces]}
     if all(t.shared_query for t in traces):
-        steps["search own space + board\n(one filtered query)"] = [
+        steps["search own space + board\n(one SQL statement)"] = [
             t.scopes[0].latency_ms for t in traces]
     else:
         steps["search own space"] = [t.scopes[0].latency_ms for t in traces]
@@ -147,3 +148,34 @@ def attack_outcomes(results: Sequence[AttackResult]) -> Figure:
                  fontsize=11)
     ax.tick_params(axis="y", labelsize=8)
     return fig
+
+
+def similarities(encoder: Encoder, question: str, cards: Sequence[tuple[str, str]],
+                 threshold: float) -> tuple[Figure, list[float]]:
+    """The cosine of ``question`` with each card text (``(label, text)``), against the threshold.
+
+    Lesson 02's primer: the same arithmetic a search does, on a handful of sentences. Texts are
+    embedded with ``cache=False``, as every question is (nothing here reads or fills the shared
+    cache). Returns the figure and the scores, in the order of ``cards``.
+    """
+    vectors = encoder.embed([question, *(text for _, text in cards)], cache=False)
+    scores = [float(vectors[0] @ v) for v in vectors[1:]]
+    order = sorted(range(len(cards)), key=lambda i: scores[i])
+    labels = [cards[i][0] for i in order]
+    values = [scores[i] for i in order]
+    fig, ax = _fig(7.0, 0.4 * len(cards) + 1.4)
+    ax.barh(labels, values, color=[BLUE if v >= threshold else GREY for v in values])
+    ax.axvline(threshold, color=RED, linestyle="--", label=f"relevance threshold {threshold:.2f}")
+    ax.set_xlabel("cosine similarity with the question")
+    ax.set_ylabel("card")
+    ax.set_xlim(min(0.0, *values) - 0.02, 1.0)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.tick_params(axis="y", labelsize=8)
+    above = [lab for lab, v in zip(labels, values, strict=True) if v >= threshold]
+    if len(above) == 1 and len(values) > 1:
+        title = (f"Only '{above[0]}' clears the threshold ({values[-1]:.2f}; "
+                 f"the next best {values[-2]:.2f})")
+    else:
+        title = f"{len(above)} of {len(values)} cards clear the threshold {threshold:.2f}"
+    ax.set_title(title, fontsize=10)
+    return fig, scores
