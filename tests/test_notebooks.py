@@ -32,7 +32,7 @@ SCENARIO_LESSONS = [NB_DIR / n for n in (
 """Lessons whose code and exercises follow the ``scenario`` parameter (through ``Cast``). They
 are the operator's lessons, so each shows the console; later lessons show it only where it does
 what they teach (issue 21 §3: lesson 04 attacks through agent handles, which the console has not)."""
-OPENING_BLOCK = [*SCENARIO_LESSONS, NB_DIR / "04_attacks.ipynb"]
+OPENING_BLOCK = [*SCENARIO_LESSONS, NB_DIR / "04_attacks.ipynb", NB_DIR / "09_closing.ipynb"]
 """Lessons that open with "Prerequisites · Time · You will be able to…" (issue 21 §3)."""
 OTHER_SCENARIOS = ["the-mole", "ward-seven"]
 WORKED_EXAMPLE = ("suspect", "0427", "footprint", "cctv", "safe-code")
