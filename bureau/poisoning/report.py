@@ -74,6 +74,7 @@ def checks(result: PoisonResult) -> dict[str, Any]:
         planted = int(t["poisons" if attack == TOPICAL else "trigger_poisons"].sum())
         out[attack] = {
             "poisons_planted_per_run": planted,
+            "accepted_by_a_plain_urlsplit_host_check": plain_host_accepts(result, attack),
             "promoted_by_rule_b_recorded_host": int(t[f"promoted_b_{attack}"].sum()),
             "promoted_by_rule_a_allow_listed_mirror": int(t[f"promoted_a_{attack}"].sum()),
             "ephemeral_deleted_at_run_end": int(t[f"deleted_at_end_{attack}"].sum()),
@@ -82,6 +83,24 @@ def checks(result: PoisonResult) -> dict[str, Any]:
                 t[f"leftover_after_session_{attack}"].sum()),
         }
     return out
+
+
+def plain_host_accepts(result: PoisonResult, attack: str) -> int:
+    """Planted poisons whose source a plain ``urlsplit`` host check would read as an allowed
+    host (what rule (b) did before it refused URLs that parsers read differently): the
+    promotions rule (b) would have made without that defence (the negative control)."""
+    from urllib.parse import urlsplit
+
+    allowed = [s.lower() for s in result.corpus.attack.trusted_sources]
+    n = 0
+    for trial in result.corpus.trials:
+        for poison in trial.attack_poisons(attack):
+            try:
+                host = (urlsplit(poison.source).hostname or "").lower()
+            except ValueError:
+                continue
+            n += any(host == a or host.endswith("." + a) for a in allowed)
+    return n
 
 
 def _clean(value: Any) -> Any:
@@ -268,10 +287,12 @@ def _rules_table(chk: dict[str, Any]) -> str:
         rows.append([ATTACK_LABELS[attack], c["poisons_planted_per_run"],
                      c["promoted_by_rule_a_allow_listed_mirror"],
                      c["promoted_by_rule_b_recorded_host"],
+                     c["accepted_by_a_plain_urlsplit_host_check"],
                      c["ephemeral_deleted_at_run_end"], c["trigger_cards_left_after_run_end"],
                      c["trigger_cards_left_after_session_end"]])
     return _md_table(["attack", "poisons per run", "promoted by rule (a)",
-                      "promoted by rule (b)", "deleted at run end (rule b's run)",
+                      "promoted by rule (b)", "… by rule (b) on a plain urlsplit host check",
+                      "deleted at run end (rule b's run)",
                       "trigger cards left after the run", "… after the no-tiers session"], rows)
 
 
@@ -309,8 +330,8 @@ def render_report(result: PoisonResult, summary: pd.DataFrame, info: dict[str, A
 Real PowerMem + embedded seekdb + MiniLM, k = {k}; answers by the evidence responder and by the
 LLM responder against the offline stand-in models (obedient and gullible: teaching and test
 tools, not language models). `{cmd}` · run time
-{info.get('meta', {}).get('seconds', result.seconds):.1f} s; {result.counts.get('llm_calls', 0):,}
-calls to the stand-in models.
+{info.get('meta', {}).get('seconds', result.seconds):.1f} s; {result.counts.get('llm_answers', 0):,}
+LLM-voice answers (one stand-in call per question and model, both answers from its reply).
 {notes}
 ## Setup
 
@@ -386,6 +407,12 @@ AgentPoison's own definition counts a query only when every retrieved item is po
 ## Promotion rules and storage checks
 
 {_rules_table(chk)}
+
+Rule (b) is what could fail here: the attacker's look-alike URLs are built to pass a host
+check. Read with Python's `urlsplit` alone, the backslash URL names the intranet while a
+requests/urllib3 fetcher went to the attacker's host; the rule now refuses a URL that parsers
+read differently (a backslash, or user-info before the host); the fifth column counts what
+the plain check would have promoted.
 
 The two cases of a trial hold the same cards: {chk['clean_topk_agreement']} of
 {chk['questions_per_clean_run']} questions had the same clean top-k in both. A promoted copy

@@ -166,13 +166,38 @@ def voices(timeout_s: float = 10.0) -> Iterator[dict[str, dict[str, Responder]]]
             "evidence": {"undefended": EvidenceResponder(defend=False),
                          "defended": EvidenceResponder()}}
         for model in models:
-            out[model.temperament] = {
-                "undefended": model.responder(timeout_s, defend=False),
-                "defended": model.responder(timeout_s)}
+            pair = {"undefended": model.responder(timeout_s, defend=False),
+                    "defended": model.responder(timeout_s)}
+            shared = _SameReply(pair["undefended"].client)
+            for responder in pair.values():  # one call per question: the model is deterministic
+                responder.client = shared  # type: ignore[attr-defined]
+            out[model.temperament] = dict(pair)
         yield out
     finally:
         for model in models:
             model.close()
+
+
+class _SameReply:
+    """An OpenAI client that asks once per distinct request: the two responders of one stand-in
+    (without and with the defence) send the very same messages, and the stand-in answers the
+    same request the same way, so the second asks for nothing new (half the calls)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._replies: dict[str, Any] = {}
+        self.chat = self
+        self.completions = self
+
+    def create(self, **kwargs: Any) -> Any:
+        import json
+
+        key = json.dumps(kwargs, sort_keys=True, default=str)
+        if key not in self._replies:
+            if len(self._replies) > 64:  # only the pair of one question needs to meet here
+                self._replies.clear()
+            self._replies[key] = self._client.chat.completions.create(**kwargs)
+        return self._replies[key]
 
 
 def run_poisoning(
@@ -203,7 +228,7 @@ def run_poisoning(
     hits: list[tuple[Any, ...]] = []
     trials: list[dict[str, Any]] = []
     counts = {"cases": 0, "cards_written": 0, "retrievals": 0, "tool_outputs": 0, "whispers": 0,
-              "llm_calls": 0}
+              "llm_answers": 0}
     with voices() as responders:
         for trial in (progress or _no_progress)(corpus.trials, len(corpus.trials)):
             ask = _Asker(trial, corpus, vec, k, rows, hits, timer, counts, responders)
@@ -365,7 +390,7 @@ class _Asker:
                 continue
             for mode, responder in pair.items():
                 answer = responder.respond(self.trial.victim, q.text, evidence, trace)
-                self.counts["llm_calls"] += voice != "evidence"
+                self.counts["llm_answers"] += voice != "evidence"
                 cited = [c for c in evidence if c.id in answer.cited]
                 out[f"hijack_{voice}_{mode}"] = bool(answer.known and (
                     any(is_poison(c.content, self.spec) for c in cited)
