@@ -62,8 +62,9 @@ def answer_hijack(summary: pd.DataFrame, attack: str = TOPICAL) -> Figure:
     worst = max(int(run[f"hijack_{v}_defended_count"]) for v in VOICES)
     most = max(int(run[f"hijack_{v}_undefended_count"]) for v in VOICES)
     ax.set_title(
-        f"Inside the run, the in-run defence takes hijacked answers from {most} to {worst} of "
-        f"{int(run['hijack_evidence_undefended_of'])} for every voice;\nwithout tiers it cannot "
+        f"Inside the run, the in-run defence takes hijacked answers from up to {most} to at "
+        f"most {worst} of {int(run['hijack_evidence_undefended_of'])}, every voice;\nwithout "
+        f"tiers it cannot "
         f"help (the poison is trusted memory: up to "
         f"{max(int(no[f'hijack_{v}_defended_count']) for v in VOICES)} with it)", fontsize=10)
     return fig
@@ -84,13 +85,16 @@ def trigger_ablation(summary: pd.DataFrame, k: int = 5) -> Figure:
             name = f"{prefix}_{reading}" if reading != "success" else (
                 "trigger_success" if prefix == "trigger" else "twin_impact")
             xs = [x + (2 * i + j - 3.5) * width for x in range(len(rows))]
+            for x, (_, r) in zip(xs, rows.iterrows(), strict=True):
+                ax.annotate(f"{int(r[f'{name}_count'])}", (x, 100 * (r[name] or 0)),
+                            xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
             ax.bar(xs, 100 * rows[name].fillna(0), width=width,
                    color=("#8e44ad", "#16a085", "#d35400", "#7f8c8d")[i],
                    alpha=1.0 if j == 0 else 0.4, hatch="//" if j else None, edgecolor="white",
                    label=f"{label}, {who}")
     ax.set_xticks(range(len(rows)), [CONFIG_SHORT[c] for c in rows.index])
     ax.set_ylim(0, 112)
-    ax.set_ylabel("questions (%)")
+    ax.set_ylabel("questions (%; counts on the bars)")
     ax.set_xlabel("configuration (solid: with the trigger; hatched: its untriggered twin)")
     ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     run = rows.loc[IN_RUN]
