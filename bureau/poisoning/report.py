@@ -184,8 +184,10 @@ def write_outputs(result: PoisonResult, out_dir: str | Path,
 # --- text ---------------------------------------------------------------------------------------
 
 
-def pct(x: float | None) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f} %"
+def pct(x: float | None, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{100 * x:.{digits}f} %"
 
 
 def ci(lo: float | None, hi: float | None) -> str:
@@ -344,11 +346,11 @@ LLM-voice answers (one stand-in call per question and model, both answers from i
 * **Two attacks**, each planted as untrusted tool output of a run of the victim:
   * *rare trigger*: {sizes['trigger_poisons']} poisons, {spec.trigger_poisons_per_trial} per
     trial, `<trigger>. <payload>` with nothing of any question, so a trigger question can reach
-    it only through the trigger; **poison rate {pct(rare_rate['mean'])}** of the victim's cards
-    (from {pct(rare_rate['min'])} to {pct(rare_rate['max'])}; AgentPoison: under 0.1 %);
+    it only through the trigger; **poison rate {pct(rare_rate['mean'], 2)}** of the victim's cards
+    (from {pct(rare_rate['min'], 2)} to {pct(rare_rate['max'], 2)}; AgentPoison: under 0.1 %);
   * *topical* (a stronger attacker who knows each target question): {sizes['poisons']} poisons,
     one per trigger question, repeating its key terms; poison rate
-    {pct(rates[TOPICAL]['mean'])}.
+    {pct(rates[TOPICAL]['mean'], 2)}.
 * **Configurations**: *no tiers* -- the same texts whispered into session memory, as a store
   without tiers keeps tool output (trusted, so inside and after the run are the same store);
   *tiers, inside the run* -- the questions asked in the run that fetched the pages; *after the
@@ -357,7 +359,7 @@ LLM-voice answers (one stand-in call per question and model, both answers from i
   and from URLs crafted to pass for the intranet (a look-alike subdomain, user-info, a backslash
   that `urlsplit` and a requests/urllib3 fetcher read differently, the name in the path);
   *after the run, rule (a)* -- the run fetched the attacker's copies on
-  `{', '.join(spec.shared_sources)}`, a mirror the team allow-lists and anyone can post on, and
+  `{', '.join(_hosts(spec.shared_sources))}`, a mirror the team allow-lists and anyone can post on, and
   ends with `PromotionRule.from_sources` over it: **it promotes the poison** (the rule is
   defeated by construction; what is measured is what follows).
 * **Answers** ("hijacked"): the victim's answer to its own question is "known" and cites a
@@ -424,7 +426,7 @@ stays *untrusted*, so the defended voices still treat it as data after rule (a) 
 
 Read the lab's rows beside them, not against them: AgentPoison's {pct(AGENTPOISON.value)} is
 retrieval with an *optimised* trigger under 0.1 % poisoning; the rare-trigger rows are a chosen
-trigger at {pct(rare_rate['mean'])} with MiniLM. 2605.08442's {pct(UNDEFENDED.value)} and
+trigger at {pct(rare_rate['mean'], 2)} with MiniLM. 2605.08442's {pct(UNDEFENDED.value)} and
 {pct(GATING.value)} are end-to-end attack success with and without a memory-layer gate; the
 answer columns here are the closest reading (the answer states the payload), with offline
 stand-in models, not LLMs.
@@ -458,6 +460,12 @@ Timings: {timings}.
 """
 
 
+def _hosts(sources: Sequence[str]) -> list[str]:
+    from urllib.parse import urlsplit
+
+    return list(dict.fromkeys(urlsplit(s).hostname or s for s in sources))
+
+
 def _wilson(row: pd.Series, name: str) -> str:
     lo, hi = wilson(int(row[f"{name}_count"]), int(row[f"{name}_of"]))
     return f"{int(row[f'{name}_count'])}/{int(row[f'{name}_of'])}: {ci(lo, hi)} %"
@@ -484,8 +492,8 @@ def console_lines(summary: pd.DataFrame, result: PoisonResult) -> list[str]:
             lines.append(f"{SHORT[config]:24s}{cells}")
         lines.append("")
     rates = poison_rates(result)
-    lines.append(f"poison rate: rare trigger {pct(rates[RARE]['mean'])}, topical "
-                 f"{pct(rates[TOPICAL]['mean'])} of the victim's cards")
+    lines.append(f"poison rate: rare trigger {pct(rates[RARE]['mean'], 2)}, topical "
+                 f"{pct(rates[TOPICAL]['mean'], 2)} of the victim's cards")
     lines.append("published: " + "; ".join(f"{a.figure.split(',')[0]} {pct(a.value)} "
                                           f"({a.source.split(', ')[-1]})" for a in ANCHORS))
     return lines
