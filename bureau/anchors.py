@@ -50,11 +50,12 @@ AGENTPOISON = Anchor(
     setting="no defence; the trigger is optimised by gradient search against the retriever; "
             "under 0.1 % of the memory or knowledge base poisoned",
     differs="ASR-r counts a test query only when all the demonstrations it retrieves are "
-            "poisoned (stricter than this lab's 'at least one poisoned card in the top-k'; the "
-            "lab's top-1 column is its strictest reading); LLM-agent memories of driving, "
-            "question-answering and health-record tasks with their own retrievers; this lab: "
-            "MiniLM on seekdb, a chosen (not optimised) trigger, an attacker who knows the "
-            "target question's key terms, about 6 % of the victim's cards poisoned.",
+            "poisoned (the lab reports that reading, rank 1 and 'at least one poisoned card in "
+            "the top-k', each named); LLM-agent memories of driving, question-answering and "
+            "health-record tasks with their own retrievers; this lab: MiniLM on seekdb, a "
+            "chosen (not optimised) trigger, one rare-trigger poison per trial (about 1 % of "
+            "the victim's cards) and a topical attacker who knows the target question's key "
+            "terms (about 5 %).",
     checked="not checked against the paper's tables here; a third-party write-up of the same "
             "setting quotes the same 81.2 % ASR-r",
 )

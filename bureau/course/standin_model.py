@@ -204,9 +204,10 @@ class StandinModel:
     def settings(self) -> LLMSettings:
         return LLMSettings(model=MODEL, base_url=self.url, api_key_env="BUREAU_STANDIN_NO_KEY")
 
-    def responder(self, timeout_s: float = 10.0) -> LLMResponder:
-        """The bureau's real LLM responder, pointed at this stand-in (it needs no key)."""
-        return LLMResponder(self.settings(), timeout_s=timeout_s, api_key=NO_KEY)
+    def responder(self, timeout_s: float = 10.0, *, defend: bool = True) -> LLMResponder:
+        """The bureau's real LLM responder, pointed at this stand-in (it needs no key);
+        ``defend=False``: without the in-run defence (the poisoning lab's ablation)."""
+        return LLMResponder(self.settings(), timeout_s=timeout_s, api_key=NO_KEY, defend=defend)
 
     @property
     def last(self) -> ReceivedRequest | None:

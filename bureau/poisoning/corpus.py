@@ -21,8 +21,11 @@ A **trial** is one victim role in one case:
 
   Each question records its answer card (a seed key), so a run can tell whether the card that
   answers it stayed in the top-k.
-* **Poisons**: one per trigger question (:func:`~bureau.poisoning.attack.craft_poison`), each
-  with the attacker's page as its tool source.
+* **Poisons**, two attacks: *topical*, one per trigger question
+  (:func:`~bureau.poisoning.attack.craft_poison`, repeating its key terms), and *rare-trigger*,
+  ``trigger_poisons_per_trial`` (1) per trial (:func:`~bureau.poisoning.attack.craft_trigger_poison`:
+  the trigger and a payload, nothing of any question), each with the attacker's page as its
+  tool source and a copy on the allow-listed host the attacker can post on.
 
 Slice ``j`` of a benchmark feeds trial ``j``; ``limit`` trials per benchmark take its first
 ``limit`` slices, so a small run is a prefix of a large one.
@@ -42,6 +45,7 @@ from bureau.errors import ScenarioError
 from bureau.poisoning.attack import (
     AttackSpec,
     craft_poison,
+    craft_trigger_poison,
     is_poison,
     load_attack,
     poison_source,
@@ -53,7 +57,7 @@ from bureau.scenario import Scenario, load_scenario, parse_scenario
 from bureau.text import MAX_CARD_CHARS
 
 SCENARIOS_FILE = ("data", "poisoning", "scenarios.yaml")
-SLICE_ITEMS = 80
+SLICE_ITEMS = 100
 """Benchmark items written into the victim's memory per trial (beside its scenario cards)."""
 TRIGGER_ITEMS = 4
 """Slice items per trial that get a trigger question (and a poison); plus one scenario question."""
@@ -63,6 +67,11 @@ SLICE_KEY = "slice"
 """Seed-key prefix of the slice's cards (``slice000``...): never a key of a shipped scenario."""
 
 MAGPIE, SOCIAL = "MAGPIE", "AgentSocialBench"
+TOPICAL, RARE = "topical", "rare-trigger"
+ATTACKS: tuple[str, ...] = (RARE, TOPICAL)
+"""The two attacks every trial is run with, in report order: the rare trigger alone (the
+attack AgentPoison describes) and the topical poison (a stronger attacker who writes the target
+question's key terms into its page)."""
 
 
 @dataclass(frozen=True)
@@ -93,10 +102,15 @@ class Question:
 
 @dataclass(frozen=True)
 class Poison:
+    """One poisoned page: ``source`` is the attacker's page it was fetched from, ``shared``
+    its copy on the allow-listed host the attacker can post on too (promotion rule (a))."""
+
     pid: str
     target: str
+    """The trigger question it aims at (``*`` for a rare-trigger poison: any of them)."""
     text: str
     source: str
+    shared: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,8 +126,15 @@ class Trial:
     slice_keys: tuple[str, ...]
     questions: tuple[Question, ...]
     poisons: tuple[Poison, ...]
+    """The topical attack: one poison per trigger question, repeating its key terms."""
     source_scenarios: tuple[str, ...] = field(default=())
     """The benchmark scenarios the slice's items come from (for the report)."""
+    trigger_poisons: tuple[Poison, ...] = field(default=())
+    """The rare-trigger attack: the trigger and a payload, nothing of any question."""
+
+    def attack_poisons(self, attack: str) -> tuple[Poison, ...]:
+        """The poisons of ``attack`` (:data:`TOPICAL` or :data:`RARE`)."""
+        return self.poisons if attack == TOPICAL else self.trigger_poisons
 
     @property
     def memory_size(self) -> int:
@@ -131,7 +152,8 @@ class Trial:
     def texts(self) -> list[str]:
         """Every text the trial embeds: its cards, questions and poisons (distinct, in order)."""
         cards = [m.content for _, m in self.scenario.seeds()]
-        out = [*cards, *(q.text for q in self.questions), *(p.text for p in self.poisons)]
+        out = [*cards, *(q.text for q in self.questions), *(p.text for p in self.poisons),
+               *(p.text for p in self.trigger_poisons)]
         return list(dict.fromkeys(out))
 
 
@@ -158,6 +180,7 @@ class Corpus:
             "trigger_questions": sum(len(t.triggers) for t in self.trials),
             "benign_questions": sum(len(t.benign) for t in self.trials),
             "poisons": sum(len(t.poisons) for t in self.trials),
+            "trigger_poisons": sum(len(t.trigger_poisons) for t in self.trials),
         }
 
 
@@ -314,13 +337,18 @@ def build_trial(
                                       "trigger", answer, target))
             k = len(poisons)
             poisons.append(Poison(f"p{k:02d}", target, craft_poison(text, index + k, spec),
-                                  poison_source(index + k, spec)))
+                                  poison_source(index + k, spec),
+                                  poison_source(index + k, spec, shared=True)))
         questions.append(Question(f"{target}-benign", text, "benign",
                                   "twin" if is_target else "other", answer, target))
+    rare = tuple(Poison(f"r{k:02d}", "*", craft_trigger_poison(index + k, spec),
+                        poison_source(index + k, spec), poison_source(index + k, spec, True))
+                 for k in range(spec.trigger_poisons_per_trial))
     return Trial(
         trial_id=trial_id, dataset=dataset, slice_index=index, scenario=scenario,
         victim=victim.victim, slice_keys=tuple(slice_keys), questions=tuple(questions),
         poisons=tuple(poisons), source_scenarios=tuple(dict.fromkeys(s for _, s in items)),
+        trigger_poisons=rare,
     )
 
 

@@ -1,7 +1,7 @@
 """The poisoning lab in two calls, for a lesson notebook:
 
     table = poisoning_table(bureau, limit=1)   # one trial per benchmark: well under a minute
-    plot_poisoning(table)                      # the trigger-success figure beside the anchors
+    plot_poisoning(table)                      # answers hijacked, per voice, with/without defence
 
 It runs in the notebook's own store (one store per process) and deletes the lab's cases when
 each trial is done, so the course data stays as it was. The names in ``__all__`` are the
@@ -25,21 +25,22 @@ if TYPE_CHECKING:
     from bureau.service import Bureau
 
 LESSON_COLUMNS = {
+    "attack": "attack",
     "label": "configuration",
     "trigger_success_count": "trigger hits",
     "trigger_success_of": "trigger questions",
     "trigger_success": "trigger retrieval success",
-    "benign_impact_count": "benign hits",
-    "benign_impact_of": "benign questions",
+    "twin_impact_count": "twin hits (no trigger)",
     "benign_impact": "benign impact",
     "displaced_share_count": "displaced clean hits",
-    "displaced_share_of": "clean top-k slots",
-    "hijack_undefended_count": "answers hijacked, no in-run defence",
-    "hijack_defended_count": "answers hijacked, with it",
+    "hijack_evidence_undefended_count": "answers hijacked, evidence, no in-run defence",
+    "hijack_evidence_defended_count": "… with it",
+    "hijack_gullible_undefended_count": "gullible stand-in, no defence",
+    "hijack_gullible_defended_count": "… with it",
 }
 
-__all__ = ["CONFIG_LABELS", "finding", "lab_result", "plot_poisoning", "poisoning_table",
-           "print_table", "short_table"]
+__all__ = ["CONFIG_LABELS", "finding", "lab_result", "plot_poisoning", "plot_trigger_ablation",
+           "poisoning_table", "print_table", "short_table"]
 
 
 def lab_result(bureau: Bureau, limit: int = 1, k: int = 5, magpie: str | Path | None = None,
@@ -55,7 +56,7 @@ def lab_result(bureau: Bureau, limit: int = 1, k: int = 5, magpie: str | Path | 
 
 def poisoning_table(bureau: Bureau, limit: int = 1, k: int = 5, **kwargs: object
                     ) -> pd.DataFrame:
-    """The summary over all trials, one row per configuration, with counts and shares
+    """The summary over all trials, one row per (attack, configuration), with counts and shares
     (``DataFrame.attrs["result"]`` keeps the whole :class:`PoisonResult`)."""
     result = lab_result(bureau, limit=limit, k=k, **kwargs)  # type: ignore[arg-type]
     summary = summary_table(result)
@@ -71,10 +72,19 @@ def short_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_poisoning(table: pd.DataFrame) -> Figure:
-    """The trigger-success figure for a :func:`poisoning_table`."""
-    from bureau.poisoning.plots import trigger_success
+    """The answer-hijack figure (the topical attack, every voice, without and with the
+    in-run defence) for a :func:`poisoning_table`."""
+    from bureau.poisoning.plots import answer_hijack
 
-    return trigger_success(table, int(table.attrs.get("k", 5)))
+    return answer_hijack(table)
+
+
+def plot_trigger_ablation(table: pd.DataFrame) -> Figure:
+    """The rare trigger against its untriggered twin (AgentPoison's reading, rank 1, top-k,
+    handed to the answer) for a :func:`poisoning_table`."""
+    from bureau.poisoning.plots import trigger_ablation
+
+    return trigger_ablation(table, int(table.attrs.get("k", 5)))
 
 
 def print_table(table: pd.DataFrame) -> None:

@@ -1,7 +1,7 @@
 """The poisoning lab's plots (matplotlib without pyplot: headless, no global state).
 
 Each takes the ``scope == "all"`` rows of :func:`bureau.poisoning.report.summary_table` and
-titles itself with what it shows, computed from those rows.
+titles itself with the finding, computed from those rows.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from bureau.poisoning.anchors import AGENTPOISON, GATING, UNDEFENDED
-from bureau.poisoning.runner import CONFIG_SHORT, IN_RUN, NO_TIERS, OVER_EAGER, TIERS
+from bureau.poisoning.corpus import RARE, TOPICAL
+from bureau.poisoning.metrics import MODES, VOICES
+from bureau.poisoning.runner import CONFIG_SHORT, IN_RUN, NO_TIERS, SHARED_RULE, TIERS
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-ORDER = (NO_TIERS, TIERS, OVER_EAGER, IN_RUN)
-COLORS = {NO_TIERS: "#c0392b", TIERS: "#1e8449", OVER_EAGER: "#e67e22", IN_RUN: "#95a5a6"}
+ORDER = (NO_TIERS, IN_RUN, SHARED_RULE, TIERS)
+VOICE_COLORS = {"evidence": "#2c3e50", "obedient": "#2980b9", "gullible": "#c0392b"}
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -27,77 +27,81 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _rows(summary: pd.DataFrame) -> pd.DataFrame:
+def _rows(summary: pd.DataFrame, attack: str) -> pd.DataFrame:
     rows = summary[summary["scope"] == "all"] if "scope" in summary.columns else summary
+    rows = rows[rows["attack"] == attack]
     return rows.set_index("config").reindex([c for c in ORDER if c in set(rows["config"])])
 
 
-def _bars(ax: Axes, rows: pd.DataFrame, name: str, offset: float = 0.0, width: float = 0.6,
-          label_counts: bool = True, **style: object) -> None:
-    """Bars of one figure per configuration, 95 % interval whiskers, counts on top."""
-    xs = [i + offset for i in range(len(rows))]
-    values = 100 * rows[name].fillna(0)
-    lo = (values - 100 * rows[f"{name}_lo"].fillna(rows[name])).clip(lower=0)
-    hi = (100 * rows[f"{name}_hi"].fillna(rows[name]) - values).clip(lower=0)
-    colors = style.pop("color", [COLORS[c] for c in rows.index])
-    ax.bar(xs, values, width=width, color=colors, yerr=[lo, hi], capsize=4,
-           error_kw={"elinewidth": 1}, **style)
-    if label_counts:
-        for x, top, (_, r) in zip(xs, values + hi, rows.iterrows(), strict=True):
-            ax.annotate(f"{int(r[f'{name}_count'])}/{int(r[f'{name}_of'])}", (x, top),
-                        xytext=(0, 3), textcoords="offset points", ha="center", fontsize=8)
-
-
-def trigger_success(summary: pd.DataFrame, k: int = 5) -> Figure:
-    """Trigger retrieval success per configuration, beside the published anchors."""
-    rows = _rows(summary)
-    fig = _figure(7.4, 4.4)
+def answer_hijack(summary: pd.DataFrame, attack: str = TOPICAL) -> Figure:
+    """Answers hijacked per configuration, per voice, without (solid) and with (hatched) the
+    in-run defence."""
+    rows = _rows(summary, attack)
+    fig = _figure(9.5, 4.6)
     ax = fig.add_subplot()
-    _bars(ax, rows, "trigger_success")
-    for anchor, style in ((AGENTPOISON, ":"), (UNDEFENDED, "--"), (GATING, "-.")):
-        figure = anchor.figure.split(",")[0].split("(")[0].strip()
-        ax.axhline(100 * anchor.value, color="#34495e", linestyle=style, linewidth=1.2,
-                   label=f"{figure}: {100 * anchor.value:.1f} % ({anchor.source.split(', ')[-1]})")
-    ax.legend(title="published (other setups: see report.md)", loc="upper center",
-              bbox_to_anchor=(0.5, -0.16), fontsize=7.5, title_fontsize=8, frameon=False)
+    width = 0.13
+    for i, voice in enumerate(VOICES):
+        for j, mode in enumerate(MODES):
+            name = f"hijack_{voice}_{mode}"
+            xs = [x + (2 * i + j - 2.5) * width for x in range(len(rows))]
+            values = 100 * rows[name].fillna(0)
+            ax.bar(xs, values, width=width, color=VOICE_COLORS[voice],
+                   hatch="//" if mode == "defended" else None,
+                   alpha=0.45 if mode == "defended" else 1.0, edgecolor="white",
+                   label=f"{voice}, {'with the in-run defence' if j else 'no defence'}")
+            for x, (_, r) in zip(xs, rows.iterrows(), strict=True):
+                ax.annotate(f"{int(r[f'{name}_count'])}", (x, 100 * (r[name] or 0)),
+                            xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
     ax.set_xticks(range(len(rows)), [CONFIG_SHORT[c] for c in rows.index])
     ax.set_ylim(0, 112)
-    ax.set_ylabel(f"trigger questions with a poisoned card in the top-{k} (%)")
-    ax.set_xlabel("configuration (bars: 95 % bootstrap interval over trials)")
-    no, tiers = rows.loc[NO_TIERS], rows.loc[TIERS]
+    ax.set_ylabel("trigger questions whose answer states the payload (%)")
+    ax.set_xlabel(f"configuration ({attack} attack; counts of "
+                  f"{int(rows.iloc[0]['hijack_evidence_undefended_of'])} trigger questions)")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    run, no = rows.loc[IN_RUN], rows.loc[NO_TIERS]
+    worst = max(int(run[f"hijack_{v}_defended_count"]) for v in VOICES)
+    most = max(int(run[f"hijack_{v}_undefended_count"]) for v in VOICES)
     ax.set_title(
-        f"Tiers keep planted tool output out of later retrievals: "
-        f"{int(tiers['trigger_success_count'])}/{int(tiers['trigger_success_of'])} trigger "
-        f"questions hit a poison\n(no tiers: {int(no['trigger_success_count'])}/"
-        f"{int(no['trigger_success_of'])}; an over-eager promotion rule undoes it)",
-        fontsize=10)
+        f"Inside the run, the in-run defence takes hijacked answers from up to {most} to at "
+        f"most {worst} of {int(run['hijack_evidence_undefended_of'])}, every voice;\nwithout "
+        f"tiers it cannot "
+        f"help (the poison is trusted memory: up to "
+        f"{max(int(no[f'hijack_{v}_defended_count']) for v in VOICES)} with it)", fontsize=10)
     return fig
 
 
-def benign_displacement(summary: pd.DataFrame, k: int = 5) -> Figure:
-    """Benign impact (same topic / other questions) and displaced clean hits per configuration."""
-    rows = _rows(summary)
-    fig = _figure(10.5, 4.2)
-    left, right = fig.subplots(1, 2)
-    _bars(left, rows, "twin_impact", offset=-0.2, width=0.4, label_counts=True)
-    _bars(left, rows, "other_impact", offset=0.2, width=0.4, label_counts=True,
-          color="#7f8c8d", hatch="//")
-    left.set_xticks(range(len(rows)), [CONFIG_SHORT[c] for c in rows.index], fontsize=8)
-    left.set_ylim(0, 112)
-    left.set_ylabel(f"benign questions with a poisoned card in the top-{k} (%)")
-    left.set_xlabel("left bar: same topic, no trigger · right bar (hatched): other questions")
-    left.set_title("Benign impact", fontsize=10)
-    _bars(right, rows, "displaced_share")
-    right.set_xticks(range(len(rows)), [CONFIG_SHORT[c] for c in rows.index], fontsize=8)
-    right.set_ylim(0, 112)
-    right.set_ylabel(f"clean top-{k} cards pushed out (%)")
-    right.set_xlabel("configuration (counts: displaced / clean top-k slots)")
-    right.set_title("Legitimate hits displaced", fontsize=10)
-    no, tiers = rows.loc[NO_TIERS], rows.loc[TIERS]
-    fig.suptitle(
-        f"Poison also reaches benign questions and crowds out real memories without tiers\n"
-        f"({int(no['benign_impact_count'])}/{int(no['benign_impact_of'])} benign questions, "
-        f"{int(no['displaced_share_count'])} cards displaced); with tiers "
-        f"{int(tiers['benign_impact_count'])} and {int(tiers['displaced_share_count'])}",
-        fontsize=10)
+def trigger_ablation(summary: pd.DataFrame, k: int = 5) -> Figure:
+    """The rare-trigger attack: retrieval of its poison by triggered questions against their
+    untriggered twins, three readings, per configuration."""
+    rows = _rows(summary, RARE)
+    fig = _figure(9.5, 4.4)
+    ax = fig.add_subplot()
+    readings = (("all_poisoned", "every top-k card poisoned (AgentPoison)"),
+                ("top1", "poison at rank 1"), ("success", f"≥ 1 poison in the top-{k}"),
+                ("in_evidence", "handed to the answer"))
+    width = 0.1
+    for i, (reading, label) in enumerate(readings):
+        for j, (prefix, who) in enumerate((("trigger", "triggered"), ("twin", "twin"))):
+            name = f"{prefix}_{reading}" if reading != "success" else (
+                "trigger_success" if prefix == "trigger" else "twin_impact")
+            xs = [x + (2 * i + j - 3.5) * width for x in range(len(rows))]
+            for x, (_, r) in zip(xs, rows.iterrows(), strict=True):
+                ax.annotate(f"{int(r[f'{name}_count'])}", (x, 100 * (r[name] or 0)),
+                            xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
+            ax.bar(xs, 100 * rows[name].fillna(0), width=width,
+                   color=("#8e44ad", "#16a085", "#d35400", "#7f8c8d")[i],
+                   alpha=1.0 if j == 0 else 0.4, hatch="//" if j else None, edgecolor="white",
+                   label=f"{label}, {who}")
+    ax.set_xticks(range(len(rows)), [CONFIG_SHORT[c] for c in rows.index])
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("questions (%; counts on the bars)")
+    ax.set_xlabel("configuration (solid: with the trigger; hatched: its untriggered twin)")
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    run = rows.loc[IN_RUN]
+    ax.set_title(
+        f"A chosen rare trigger with MiniLM: its poison reaches the top-{k} of "
+        f"{int(run['trigger_success_count'])}/{int(run['trigger_success_of'])} triggered "
+        f"questions (twins {int(run['twin_impact_count'])}/{int(run['twin_impact_of'])}),\n"
+        f"rank 1 in {int(run['trigger_top1_count'])}, and is handed to the answer in "
+        f"{int(run['trigger_in_evidence_count'])} (inside the run)", fontsize=10)
     return fig

@@ -130,9 +130,12 @@ class LLMResponder:
     name = "llm"
 
     def __init__(self, settings: LLMSettings, timeout_s: float = 30.0,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, *, defend: bool = True) -> None:
         """``api_key`` is for local endpoints that need none (the course's stand-in model);
-        a real provider's key is read from ``$settings.api_key_env`` and never stored here."""
+        a real provider's key is read from ``$settings.api_key_env`` and never stored here.
+        ``defend=False`` drops the in-run defence (:mod:`.grounding`: the reply check and the
+        fallback's rules): the answer a system without it gives, for the poisoning lab's
+        ablation only, never a default."""
         from openai import OpenAI
 
         key = api_key or os.environ.get(settings.api_key_env)
@@ -145,7 +148,8 @@ class LLMResponder:
         self.timeout_s = timeout_s
         self.client = OpenAI(api_key=key, base_url=settings.base_url, timeout=timeout_s,
                              max_retries=0)
-        self.fallback = EvidenceResponder()
+        self.defend = defend
+        self.fallback = EvidenceResponder(defend=defend)
 
     def __repr__(self) -> str:
         return f"<LLMResponder {self.settings.model} at {self.settings.base_url or 'the default URL'}>"
@@ -203,7 +207,8 @@ class LLMResponder:
         if known and not cited:
             return reject("known without a citation")
         ids = tuple(dict.fromkeys(refs[r].id for r in cited))
-        why = reply_verdict([refs[r] for r in cited], known, Grounds.of(evidence))
+        why = (reply_verdict([refs[r] for r in cited], known, Grounds.of(evidence))
+               if self.defend else None)
         if why is not None:  # the in-run defence: a steered reply is not the role's answer
             return reject(why)
         return Answer(answer.strip(), known, ids, self.name, trace, exchange=record)

@@ -129,8 +129,17 @@ def source_matches(source: str | None, allowed: Iterable[str]) -> bool:
 
 
 def _host(source: str) -> str | None:
-    """The lower-cased host of a URL (``None`` for a tool name or an unparsable URL)."""
+    """The lower-cased host of a URL (``None`` for a tool name or an unparsable URL).
+
+    Fails closed on a URL that parsers read differently: a backslash (``https://evil\\@intranet``
+    is ``intranet`` to :func:`urllib.parse.urlsplit` but ``evil`` to a requests/urllib3
+    fetcher, so the page came from the attacker) or user-info before the host. Such a source
+    names no host, so no host rule matches it (the poisoning lab plants exactly these).
+    """
     if "://" not in source:
+        return None
+    authority = re.split(r"[/?#]", source.split("://", 1)[1], maxsplit=1)[0]
+    if "\\" in source or "@" in authority:
         return None
     try:
         host = urlsplit(source).hostname
