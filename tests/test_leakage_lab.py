@@ -548,5 +548,41 @@ def test_lesson_exercise_solution_passes_and_none_does_not(bureau, mini):
         verdict = check("05-threshold", case, {"result": mini, "threshold": space["my_threshold"]})
         assert verdict, verdict
         assert "bureau-verdict" in verdict._repr_html_()
+        lowest = round(space["my_threshold"], 2)
+        # "the lowest": a threshold that also works but is higher is refused, as are 3 decimals
+        higher = check("05-threshold", case, {"result": mini, "threshold": round(lowest + 0.05, 2)})
+        assert not higher and "lowest" in higher.message, higher
+        assert not check("05-threshold", case, {"result": mini, "threshold": lowest + 0.005})
+        assert not check("05-threshold", case, {"result": mini, "threshold": round(lowest - 0.01, 2)})
     finally:
         bureau.delete_case(case.id)
+
+
+def test_lesson_reads_the_data_from_a_given_path_and_says_when_it_falls_back(tmp_path):
+    """Lesson 05's "get the data": a path the learner gives wins; a wrong one falls back to the
+    bundled mini set with a note naming the path tried (never silently)."""
+    from bureau.leakage.lesson import MINI, SOCIAL_MINI, load_dataset, load_second_benchmark
+
+    given, note = load_dataset(str(MINI))
+    assert note.startswith("Using MAGPIE") and len(given) == len(load_magpie(MINI))
+    missing = tmp_path / "nowhere.tsv"
+    fallback, note = load_dataset(str(missing))
+    assert note.startswith("NOTE") and str(missing) in note and "magpie_mini" in note
+    assert len(fallback) == len(given)
+    social, note = load_second_benchmark(2, str(SOCIAL_MINI))
+    assert note.startswith("Using AgentSocialBench") and len(social) == 2
+    _, note = load_second_benchmark(2, str(missing))
+    assert note.startswith("NOTE") and str(missing) in note
+
+
+def test_c_versus_d_reads_the_run(mini):
+    """The line lesson 05 prints to explain d beside c: its counts are the run's own."""
+    from bureau.leakage.lesson import c_versus_d
+
+    rows = summarize(mini).set_index("policy")
+    line = c_versus_d(mini)
+    hints = sum(1 for item in mini.lab.items if item.abstraction)
+    delivered = int(rows.loc["d_bureau_abstractions", "abstraction_pairs_delivered"])
+    assert f"{hints} of {len(mini.lab.items)} items" in line
+    assert f"delivered one in {delivered} " in line and delivered > 0
+    assert f"c {rows.loc['c_bureau_published', 'shareable_recall']:.1%}" in line

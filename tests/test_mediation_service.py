@@ -373,3 +373,36 @@ def test_the_stage_widget_shows_mediation_counts_only():
     html = stage_html(snapshot)
     assert "withhold 3" in html and "abstract 1" in html
     assert "mediation" not in stage_html({**snapshot, "mediation": {}})
+
+
+def test_lesson_07_requests_table_lists_the_requests_it_makes():
+    """Lesson 07 prints the five requests before the learner predicts: the table must be the
+    requests ``same_question`` makes, each with the handle it goes through."""
+    from bureau.course.purpose import REQUESTS, requests_table
+
+    table = requests_table()
+    assert list(table["request"]) == list(REQUESTS)
+    for (_, row), (name, kwargs) in zip(table.iterrows(), REQUESTS.values(), strict=True):
+        assert f'"{name}")' in row["asked through"]
+        assert row["recipient"] == kwargs.get("recipient", "-")
+        assert row["purpose"] == kwargs.get("purpose", "-")
+    assert 'case.requester("chief")' in set(table["asked through"])
+    assert 'case.agent("detective")' in set(table["asked through"])
+
+
+def test_lesson_07_mediation_lab_names_the_wiring_check(bureau):
+    """Policy e in lesson 07, on the bundled mini set: the headline leads with the wiring check
+    (named as one, 0 raw private reveals), its cases are deleted, and the plot draws the random
+    line beside the content mediator."""
+    from bureau.course.purpose import mediation_lab
+    from bureau.leakage.lesson import MINI
+
+    before = {c.case_id for c in bureau.cases()}
+    lab = mediation_lab(bureau, limit=10, path=str(MINI))
+    assert {c.case_id for c in bureau.cases()} == before
+    first = lab.headline().splitlines()[0]
+    assert first.startswith("wiring check") and " 0 of " in first
+    assert lab.measured["wiring_check"]["private_card_decisions"] > 0
+    fig = lab.plot()
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("random" in t for t in labels) and any("wiring check" in t for t in labels)

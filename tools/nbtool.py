@@ -65,15 +65,16 @@ COURSE: list[Lesson] = [
     Lesson("04_attacks.ipynb", "04 · Attacks that fail, and why",
            "prompt injection, injected cards, cross-case publish, tampering, stage peeking, "
            "timing, each shown failing with the reason", 30),
-    Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage on MAGPIE",
-           "leak rate vs. recall on the MAGPIE benchmark: relevance is not authorisation", 30),
+    Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage: MAGPIE and AgentSocialBench",
+           "leak rate vs. recall on two public benchmarks: relevance is not authorisation, "
+           "measured against a random draw", 25),
     Lesson("06_llm_voice.ipynb",
            "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
            "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
-           "measured against a naive shared memory", 35),
+           "measured against a naive shared memory", 30),
     Lesson("07_purpose_bound.ipynb", "07 · Purpose-bound memory: withhold, abstract or reveal",
            "who asks, for whom and why: a policy decides per card, with an audit trail, grants "
-           "that expire, revocation and a disclosure budget", 25),
+           "that expire, revocation and a disclosure budget", 30),
     Lesson("08_beyond_the_board.ipynb",
            "08 · Beyond the bulletin board: trust tiers, team scopes, memory poisoning",
            "untrusted tool output that never reaches long-term memory, the poisoning lab, a task "

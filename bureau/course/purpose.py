@@ -12,6 +12,7 @@ decision, withheld ones too, in the audit trail (:func:`audit_of`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -39,8 +40,23 @@ REQUESTS: dict[str, tuple[str, dict[str, str]]] = {
 }
 """One question, five invocations: who asks (the principal whose handle makes the request),
 for whom and for what."""
+ROLE_HANDLES = {"informant", "detective"}
+"""The requesters of :data:`REQUESTS` that are roles of the safe combination (the others are
+principals the policy file declares)."""
+LAB_K = 5
+"""Policy e on the benchmark reads up to this many cards of each other agent (lesson 05's k)."""
 AUDIT_VIEW = ["card_id", "card_owner", "requester", "recipient", "purpose", "action", "reasons",
               "rule", "cost", "meaning"]
+
+
+def requests_table() -> pd.DataFrame:
+    """The five requests of :func:`same_question`, before any is made: the handle that asks
+    (what makes it that requester), for whom and why. The learner predicts from this table."""
+    return pd.DataFrame([
+        {"request": who, "asked through": (f'case.agent("{name}")' if name in ROLE_HANDLES
+                                           else f'case.requester("{name}")'),
+         "recipient": kwargs.get("recipient", "-"), "purpose": kwargs.get("purpose", "-")}
+        for who, (name, kwargs) in REQUESTS.items()])
 
 
 def handle(case: Case, name: str) -> Requester:
@@ -142,5 +158,51 @@ SOLUTION = '''my_rule = {
               "purpose": "trial"},
     "action": "reveal",
 }'''
+
+# -- policy e on a benchmark --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MediationLab:
+    """Policy e on a MAGPIE slice: the leak lab's run, and the figures lesson 07 reads from it."""
+
+    result: Any
+    """The lab's :class:`~bureau.leakage.result.LabResult` (its cases already deleted)."""
+    measured: dict[str, Any]
+    """:func:`~bureau.leakage.lesson.measured_summary`: the wiring check and what could fail."""
+    note: str
+    """Which data set ran (MAGPIE, or the bundled mini set when MAGPIE is not found)."""
+
+    def headline(self) -> str:
+        """The wiring check, named as one, then the figures that could have failed."""
+        w, cm = self.measured["wiring_check"], self.measured["content_mediator"]
+        lines = [f"wiring check (label conformance, cannot fail unless the service is broken): "
+                 f"{w['private_cards_revealed']} of {w['private_card_decisions']} private-card "
+                 f"decisions revealed raw"]
+        if cm:
+            c, r = cm["content"], cm["random"]
+            lines.append(f"content mediator, labels hidden: leaks {c['leak']:.1%}, recall "
+                         f"{c['recall']:.1%}; a random mediator releasing as much: {r['leak']:.1%}"
+                         f" both ({cm['evaluation_decisions']} decisions)")
+        for rate, r in self.measured["label_noise"].get("rates", {}).items():
+            lines.append(f"labels {rate:.0%} wrong: e leaks {r['leak']:.1%}, recall {r['recall']:.1%}")
+        return "\n".join(lines)
+
+    def plot(self) -> Any:
+        from ..leakage.lesson import plots
+
+        return plots.content_mediator(self.measured, self.result.lab.name)
+
+
+def mediation_lab(bureau: Any, limit: int, path: str = "", k: int = LAB_K) -> MediationLab:
+    """Run the leak lab (policies a-e; e consults through each requester's handle under
+    ``scenarios/policies/leak-lab.yaml``) on the first ``limit`` MAGPIE scenarios, delete its
+    cases, and keep what lesson 07 shows. ``path``: where MAGPIE is (lesson 05's "get the data")."""
+    from ..leakage.lesson import load_dataset, measured_summary, run_lab, subset
+
+    data, note = load_dataset(path)
+    result = run_lab(bureau, subset(data, limit), k=k, cleanup=True)
+    return MediationLab(result, measured_summary(result), note)
+
 
 register(Exercise("07-purpose-rule", "Write a policy rule for the trial", SOLUTION, check_rule))

@@ -8,6 +8,7 @@ report, the plots) can be split or renamed without touching the notebook: the na
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -37,12 +38,16 @@ MINI = shipped_path("data", "magpie_mini")
 SOCIAL_MINI = shipped_path("data", "agentsocialbench_mini")
 LEAK_TARGET = 0.05
 """The exercise: push the shared pool's private leak rate (pairs) below 5% with a threshold."""
+STEP = 0.01
+"""The exercise's thresholds have two decimals: the lowest one that works is unique."""
 
 __all__ = [
     "LEAK_TARGET",
     "MINI",
+    "SHARED_POOL",
     "SOCIAL_MINI",
     "at_threshold",
+    "c_versus_d",
     "check_threshold",
     "domain_table",
     "load_dataset",
@@ -52,6 +57,7 @@ __all__ = [
     "plots",
     "query_text",
     "relevance",
+    "role_names",
     "run_lab",
     "scenario_cards",
     "subset",
@@ -61,10 +67,18 @@ __all__ = [
 ]
 
 
-def load_dataset() -> tuple[MagpieDataset, str]:
-    """MAGPIE if it can be found, else the bundled synthetic mini set; plus a note saying which."""
+def _given(path: str | Path | None) -> Path | None:
+    """A path the learner typed (``""`` and ``None``: not given; ``~`` expanded)."""
+    return Path(path).expanduser() if path else None
+
+
+def load_dataset(path: str | Path | None = None) -> tuple[MagpieDataset, str]:
+    """MAGPIE from ``path`` (the TSV, or a folder holding it) if given, else from where
+    :func:`~bureau.leakage.magpie.default_magpie_path` looks (``$BUREAU_MAGPIE``, then
+    ``../shared/datasets/magpie``); if it cannot be read there, the bundled synthetic mini set.
+    Plus a note saying which, and why, so a learner never mistakes the toy set for the benchmark."""
     try:
-        data = load_magpie(default_magpie_path())
+        data = load_magpie(_given(path) or default_magpie_path())
         return data, f"Using MAGPIE: {len(data)} scenarios, {len(data.items):,} items."
     except ScenarioError as exc:
         data = load_magpie(MINI)
@@ -75,11 +89,14 @@ def load_dataset() -> tuple[MagpieDataset, str]:
         )
 
 
-def load_second_benchmark(limit: int | None = None) -> tuple[LabSet, str]:
-    """AgentSocialBench's first ``limit`` scenarios if it can be found, else the bundled
-    synthetic sample in its format; plus a note saying which (offline either way)."""
+def load_second_benchmark(limit: int | None = None,
+                          path: str | Path | None = None) -> tuple[LabSet, str]:
+    """AgentSocialBench's first ``limit`` scenarios from ``path`` (the folder holding
+    ``scenarios/``) if given, else from ``$BUREAU_AGENTSOCIALBENCH`` or
+    ``../shared/datasets/agentsocialbench``; if it cannot be read there, the bundled synthetic
+    sample in its format. Plus a note saying which (offline either way)."""
     try:
-        lab = load_lab(default_agentsocialbench_path(), limit)
+        lab = load_lab(_given(path) or default_agentsocialbench_path(), limit)
         return lab, f"Using AgentSocialBench: {len(lab)} scenarios, {len(lab.items):,} items."
     except ScenarioError as exc:
         lab = load_lab(SOCIAL_MINI, limit)
@@ -109,6 +126,19 @@ def scenario_cards(scenario: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def c_versus_d(result: LabResult) -> str:
+    """What publishing the safe abstractions (d) added to publishing the shareable items (c) in
+    this run, as one line: how many items carry an abstraction at all, in how many (requester,
+    private item) pairs d delivered one, and each policy's shareable recall. A learner who sees
+    d equal c (or fall below it) reads the reason here, from the run itself."""
+    rows = summarize(result).set_index("policy")
+    c, d = rows.loc["c_bureau_published"], rows.loc["d_bureau_abstractions"]
+    hints = sum(1 for item in result.lab.items if item.abstraction)
+    return (f"{hints} of {len(result.lab.items)} items carry a safe abstraction; d delivered one "
+            f"in {int(d['abstraction_pairs_delivered'])} (requester, private item) pairs. "
+            f"Shareable recall: c {c['shareable_recall']:.1%}, d {d['shareable_recall']:.1%}.")
+
+
 def at_threshold(result: LabResult, threshold: float, policy: str = SHARED_POOL) -> dict:
     """Leak rate and recall of ``policy`` if only top-k cards with cosine >= threshold count."""
     pairs = result.policy(policy)
@@ -134,16 +164,27 @@ def check_threshold(answer: Any) -> tuple[bool, str]:
         return False, "Replace `None` with a cosine threshold, e.g. my_threshold = 0.5."
     if not isinstance(threshold, int | float) or not -1.0 <= float(threshold) <= 1.0:
         return False, f"A cosine threshold is a number between -1 and 1, got {threshold!r}."
+    if abs(threshold / STEP - round(threshold / STEP)) > 1e-6:
+        return False, f"Give the threshold with two decimals (e.g. 0.42), got {threshold!r}."
+    threshold = round(float(threshold), 2)
     base = at_threshold(result, -1.0)
-    got = at_threshold(result, float(threshold))
+    got = at_threshold(result, threshold)
     leak, recall = got["private_leak_rate_pairs"], got["shareable_recall"]
     if leak >= LEAK_TARGET:
         return False, (
             f"At {threshold:.2f} the shared pool still leaks {leak:.1%} of private pairs "
             f"(target: below {LEAK_TARGET:.0%}). Try a higher threshold."
         )
+    lower = round(threshold - STEP, 2)
+    if threshold > -1.0 and at_threshold(result, lower)["private_leak_rate_pairs"] < LEAK_TARGET:
+        return False, (
+            f"At {threshold:.2f} the pool leaks {leak:.1%}, below {LEAK_TARGET:.0%}; but so does "
+            f"{lower:.2f}. The task asks for the lowest such threshold: every step up costs "
+            "recall. Try lower (threshold_sweep shows many at once)."
+        )
     return True, (
-        f"At {threshold:.2f} the pool leaks {leak:.1%} of private pairs — but shareable recall "
-        f"fell from {base['shareable_recall']:.1%} to {recall:.1%}. A relevance threshold cuts "
+        f"{threshold:.2f} is the lowest threshold at which the pool leaks under "
+        f"{LEAK_TARGET:.0%} ({leak:.1%} of private pairs), and even there shareable recall fell "
+        f"from {base['shareable_recall']:.1%} to {recall:.1%}. A relevance threshold cuts "
         "private and shareable items alike: relevance is not authorisation."
     )

@@ -229,3 +229,43 @@ def mediation(summary: pd.DataFrame, mediated: dict, name: str = "MAGPIE") -> Fi
         f"{mediated['decisions'] + mediated['probe']['decisions']:,} decisions) and delivers "
         f"{100 * mediated['abstract_coverage']:.1f}% of the safe abstractions", fontsize=10)
     return fig
+
+
+def content_mediator(measured: dict, name: str = "MAGPIE") -> Figure:
+    """What could fail beside what could not: the content mediator (labels hidden) and e under
+    label noise against the random line, with e's own point (the wiring check) for reference.
+
+    Axes are the mediator's decisions scored against the labels: x = shareable cards revealed,
+    y = private cards revealed. A mediator that reveals each card with probability p sits on the
+    diagonal (leak = recall = p); a useful one sits below it, towards the bottom right.
+    """
+    import numpy as np
+
+    fig = _figure(6.4, 4.6, layout="constrained")
+    ax = fig.add_subplot()
+    line = np.linspace(0, 100, 2)
+    ax.plot(line, line, color="#7f8c8d", linestyle="--", label="random mediator (leak = recall)")
+    cm = measured.get("content_mediator") or {}
+    if cm:
+        lab = cm["labels"]
+        ax.scatter(100 * lab["recall"], 100 * lab["leak"], s=90, marker="s",
+                   color=COLORS["e_bureau_mediated"], label="e: the labels (wiring check)")
+        c = cm["content"]
+        ax.scatter(100 * c["recall"], 100 * c["leak"], s=110, color="#d35400",
+                   label="content mediator, labels hidden")
+    for rate, r in (measured.get("label_noise") or {}).get("rates", {}).items():
+        ax.scatter(100 * r["recall"], 100 * r["leak"], s=50, marker="^", color="#a569bd")
+        ax.annotate(f"e, {rate:.0%} labels wrong", (100 * r["recall"], 100 * r["leak"]),
+                    textcoords="offset points", xytext=(-10, 6), ha="right", fontsize=8)
+    ax.set(xlim=(-3, 103), ylim=(-3, 103), xlabel="shareable cards revealed (%)",
+           ylabel="private cards revealed raw (%)")
+    if cm:
+        c, p = cm["content"], cm["random"]["leak"]
+        verdict = "below" if c["leak"] < c["recall"] else "not below"
+        ax.set_title(f"{name}: reading content, the mediator sits {verdict} the random line\n"
+                     f"(leak {100 * c['leak']:.0f} % at recall {100 * c['recall']:.0f} %; "
+                     f"random at the same release rate: {100 * p:.0f} %)", fontsize=10)
+    else:
+        ax.set_title(f"{name}: too few decisions for a content mediator", fontsize=10)
+    ax.legend(loc="upper left", fontsize=8)
+    return fig

@@ -264,8 +264,8 @@ EXERCISES: dict[str, Exercise] = {
         ),
         Exercise(
             "05-threshold",
-            "Can a relevance threshold stop the shared pool's leak?",
-            "sweep = threshold_sweep(result, np.arange(0.0, 1.0, 0.01))\n"
+            "The lowest relevance threshold that stops the shared pool's leak",
+            "sweep = threshold_sweep(result, np.arange(-1.0, 1.0, 0.01))  # every cosine, 0.01 apart\n"
             "below = sweep[sweep[\"private_leak_rate_pairs\"] < 0.05]\n"
             "my_threshold = round(float(below[\"threshold\"].min()), 2)\n"
             "below.head(3)",
