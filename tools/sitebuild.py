@@ -53,6 +53,7 @@ LESSON_GLOB = "[0-9][0-9]_*.ipynb"
 PAGES = ("GLOSSARY.md", "INSTRUCTOR.md")
 """Markdown pages of notebooks/ the site shows beside the lessons (each only if it exists)."""
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+NBVAL_MARKER = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 MAX_PICTURE_BYTES = 300_000
 MAX_PICTURES_BYTES = 2_000_000
 PICTURE_WIDTH = 1000
@@ -95,10 +96,8 @@ class Scrubber:
     keep a readable placeholder (``<data dir>/...``); the patterns catch whatever is left.
     """
 
-    def __init__(self, data_dir: Path | None = None) -> None:
-        exact: list[tuple[str, str]] = []
-        if data_dir is not None:
-            exact.append((str(data_dir), "<data dir>"))
+    def __init__(self, *data_dirs: Path) -> None:
+        exact: list[tuple[str, str]] = [(str(d), "<data dir>") for d in data_dirs]
         for prefix in {sys.prefix, str(Path(sys.prefix).resolve())}:
             exact.append((prefix, "<venv>"))
         exact += [(str(REPO), "<repo>"), (str(Path.home()), "~"),
@@ -295,28 +294,43 @@ def lessons(nb_dir: Path = NOTEBOOKS) -> list[Path]:
     return sorted(nb_dir.glob(LESSON_GLOB))
 
 
-def execute(paths: list[Path], out_dir: Path, data_dir: Path, timeout: int = 600) -> dict[str, float]:
-    """Run each lesson with papermill (default parameters) into ``out_dir``; seconds per lesson."""
-    import papermill as pm
+def execute(paths: list[Path], out_dir: Path, data_root: Path, jobs: int = 2,
+            timeout: int = 900) -> dict[str, float]:
+    """Run each lesson with papermill (its default parameters) into ``out_dir``.
+
+    Each lesson runs in its own papermill process with its own temporary data directory under
+    ``data_root``, so ``jobs`` of them can run side by side without sharing a store. Returns the
+    seconds each took; raises ``RuntimeError`` naming every lesson that failed.
+    """
+    from concurrent.futures import ThreadPoolExecutor
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    old = os.environ.get("BUREAU_DATA_DIR")
-    os.environ["BUREAU_DATA_DIR"] = str(data_dir)
-    seconds: dict[str, float] = {}
-    try:
-        for path in paths:
-            t0 = time.monotonic()
-            pm.execute_notebook(str(path), str(out_dir / path.name), kernel_name="python3",
-                                cwd=str(path.parent), progress_bar=False,
-                                execution_timeout=timeout)
-            seconds[path.name] = time.monotonic() - t0
-            print(f"executed {path.name} in {seconds[path.name]:.0f} s", flush=True)
-    finally:
-        if old is None:
-            os.environ.pop("BUREAU_DATA_DIR", None)
-        else:
-            os.environ["BUREAU_DATA_DIR"] = old
-    return seconds
+
+    def run(path: Path) -> tuple[str, float, str]:
+        data = data_root / path.stem
+        data.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "BUREAU_DATA_DIR": str(data)}
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "papermill", str(path), str(out_dir / path.name),
+             "-k", "python3", "--cwd", str(path.parent), "--no-progress-bar",
+             "--execution-timeout", str(timeout)],
+            env=env, capture_output=True, text=True)
+        took = time.monotonic() - t0
+        if proc.returncode:  # never left behind for --reuse to take as done
+            (out_dir / path.name).unlink(missing_ok=True)
+        print(f"executed {path.name} in {took:.0f} s" + (" FAILED" if proc.returncode else ""),
+              flush=True)
+        return path.name, took, (proc.stderr[-3000:] if proc.returncode else "")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        # the longest lessons first, so the pool does not end on one long tail
+        order = sorted(paths, key=lambda p: -p.stat().st_size)
+        results = list(pool.map(run, order))
+    failed = [f"{name}:\n{err}" for name, _, err in results if err]
+    if failed:
+        raise RuntimeError("lessons failed under papermill:\n" + "\n".join(failed))
+    return {name: took for name, took, _ in results}
 
 
 def assemble(executed: Path, src: Path, scrub: Scrubber,
@@ -339,6 +353,9 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
                                 if not (executed / p.lesson).is_file()]
     for path in sorted(executed.glob(LESSON_GLOB)):
         nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:  # test markers mean nothing to a reader
+            if cell.cell_type == "code":
+                cell.source = NBVAL_MARKER.sub("", cell.source)
         _, placed = place_pictures(nb, path.name, pictures)
         unmatched += [p for p in pictures if p.lesson == path.name and p not in placed]
         nbformat.write(scrub.notebook(nb), src / "lessons" / path.name)
@@ -354,7 +371,7 @@ def render(src: Path, html: Path) -> None:
     subprocess.run(cmd, check=True, cwd=src)
 
 
-def build(out: Path = BUILD, reuse: bool = False) -> int:
+def build(out: Path = BUILD, reuse: bool = False, jobs: int = 2) -> int:
     t0 = time.monotonic()
     executed = out / "executed"
     todo = lessons()
@@ -366,10 +383,15 @@ def build(out: Path = BUILD, reuse: bool = False) -> int:
             stale.unlink()  # a lesson that was removed or renamed
     data_dir = Path(tempfile.mkdtemp(prefix="bureau-site-data-"))
     try:
-        execute(todo, executed, data_dir)
+        try:
+            execute(todo, executed, data_dir, jobs)
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
         t_exec = time.monotonic() - t0
         found = picture_problems()
-        found += assemble(executed, out / "src", Scrubber(data_dir), load_pictures())
+        scrub = Scrubber(data_dir, *(data_dir / p.stem for p in lessons()))
+        found += assemble(executed, out / "src", scrub, load_pictures())
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     if not found:
@@ -392,13 +414,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", type=Path, default=BUILD)
     b.add_argument("--reuse", action="store_true",
                    help="re-execute only lessons changed since their executed copy")
+    b.add_argument("--jobs", type=int, default=2, help="lessons executed side by side")
     c = sub.add_parser("check", help="report machine paths, keys and remote assets in a site")
     c.add_argument("site", type=Path, nargs="?", default=BUILD / "html")
     w = sub.add_parser("widgets", help="refresh site/widgets/*.png from the browser screenshots")
     w.add_argument("--from", dest="screenshots", type=Path, default=SCREENSHOTS)
     args = ap.parse_args(argv)
     if args.command == "build":
-        return build(args.out.resolve(), args.reuse)
+        return build(args.out.resolve(), args.reuse, args.jobs)
     found = problems(args.site) if args.command == "check" else refresh_pictures(args.screenshots)
     for p in found:
         print(p, file=sys.stderr)
