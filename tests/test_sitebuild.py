@@ -172,3 +172,14 @@ def test_the_labs_page_includes_the_readme_section_it_names():
         assert f"\n{marker.strip(chr(34))}\n" in readme, f"README lost its {marker} heading"
     start = readme.index("\n## Benchmarks\n")
     assert "| MAGPIE (200 scenarios)" in readme[start:readme.index("\n## Threat model\n")]
+
+
+def test_readers_see_neither_test_markers_nor_lab_style_anchors():
+    code = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\nconsole, ui = make_console()\nconsole")
+    assert sitebuild.for_reader(code) == "console, ui = make_console()\nconsole"
+    nav = nbformat.v4.new_markdown_cell(
+        "[Contents](00_welcome.ipynb#Contents) · [Glossary](GLOSSARY.md) · "
+        "[# NBVAL_SKIP](x.ipynb)")
+    assert sitebuild.for_reader(nav) == (
+        "[Contents](00_welcome.ipynb#contents) · [Glossary](GLOSSARY.md) · "
+        "[# NBVAL_SKIP](x.ipynb)")

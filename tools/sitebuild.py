@@ -53,6 +53,7 @@ LESSON_GLOB = "[0-9][0-9]_*.ipynb"
 PAGES = ("GLOSSARY.md", "INSTRUCTOR.md")
 """Markdown pages of notebooks/ the site shows beside the lessons (each only if it exists)."""
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+LESSON_ANCHOR = re.compile(r"(\.ipynb#)([^)\s]+)\)")
 NBVAL_MARKER = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 MAX_PICTURE_BYTES = 300_000
 MAX_PICTURES_BYTES = 2_000_000
@@ -333,6 +334,18 @@ def execute(paths: list[Path], out_dir: Path, data_root: Path, jobs: int = 2,
     return {name: took for name, took, _ in results}
 
 
+def for_reader(cell: nbformat.NotebookNode) -> str:
+    """A cell's source as the site shows it.
+
+    Code loses its nbval markers (they mean nothing to a reader); markdown links to a lesson's
+    heading get the site's anchor (JupyterLab's keep the heading's case, Sphinx's are slugs).
+    """
+    if cell.cell_type == "code":
+        return NBVAL_MARKER.sub("", cell.source)
+    return LESSON_ANCHOR.sub(
+        lambda m: m.group(1) + m.group(2).lower().replace(" ", "-") + ")", cell.source)
+
+
 def assemble(executed: Path, src: Path, scrub: Scrubber,
              pictures: list[Picture]) -> list[str]:
     """Lay out the Sphinx source folder; returns the manifest entries that matched no widget."""
@@ -353,9 +366,8 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
                                 if not (executed / p.lesson).is_file()]
     for path in sorted(executed.glob(LESSON_GLOB)):
         nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:  # test markers mean nothing to a reader
-            if cell.cell_type == "code":
-                cell.source = NBVAL_MARKER.sub("", cell.source)
+        for cell in nb.cells:
+            cell.source = for_reader(cell)
         _, placed = place_pictures(nb, path.name, pictures)
         unmatched += [p for p in pictures if p.lesson == path.name and p not in placed]
         nbformat.write(scrub.notebook(nb), src / "lessons" / path.name)
