@@ -2,6 +2,7 @@
 #   make lab    create .venv if needed, then open the course in JupyterLab (embedded seekdb, offline)
 #   make test   create .venv if needed, then run the whole test suite
 #   make check  lint plus the tests that need neither the store nor the model (under a minute)
+#   make site   the course as a static site, from freshly executed lessons (build/site/html)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
