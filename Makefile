@@ -2,6 +2,7 @@
 #   make lab    create .venv if needed, then open the course in JupyterLab (embedded seekdb, offline)
 #   make test   create .venv if needed, then run the whole test suite
 #   make check  lint plus the tests that need neither the store nor the model (under a minute)
+#   make site   the course as a static site, from freshly executed lessons (build/site/html)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -16,7 +17,7 @@ LOCK := requirements.lock
 # the peers bench (the package itself needs none of them).
 EXTRAS := test,ui,site,classroom,mcp,peers
 
-.PHONY: venv lab stage test check lint demo bench lock
+.PHONY: venv lab stage site test check lint demo bench lock
 
 venv: $(STAMP)
 
@@ -40,6 +41,11 @@ lab: venv
 stage: venv
 	$(PY) -m voila notebooks/stage.ipynb --port=8866 --Voila.ip=127.0.0.1 --no-browser
 
+# The course as a static site (build/site/html/index.html): every lesson executed afresh, then
+# rendered with its outputs, figures and widget pictures; offline, and checked for machine paths.
+site: venv
+	$(PY) tools/sitebuild.py build
+
 test: venv
 	bash tests/run_all.sh $(PY)
 
@@ -50,7 +56,7 @@ CHECK_MARKERS := not storage and not model and not ui and not slow
 check:
 	@test -x $(PY) || $(MAKE) venv
 	$(PY) -m ruff check bureau tests tools
-	$(PY) -m pytest -m "$(CHECK_MARKERS)" tests --ignore=tests/ui -q -p no:cacheprovider \
+	$(PY) -m pytest -m "$(CHECK_MARKERS)" tests --ignore=tests/ui --ignore=tests/site -q -p no:cacheprovider \
 	  -p no:playwright -p no:nbval
 
 lint: venv

@@ -53,7 +53,7 @@ AREAS = {
     "lifecycle": r"test_(lifecycle|persistence|store_ledger_agreement|footprint)",
     "ledger": r"test_(ledger|store_ledger_agreement)",
     "scenario": r"test_(scenario\w*|cast)",
-    "notebooks": r"test_(notebooks|nbtool|widgets|lesson_08|cast)",
+    "notebooks": r"test_(notebooks|nbtool|widgets|lesson_08|cast|sitebuild)",
     "layers": r"test_(layers|gateway|install|run_all)",
 }
 """Area marker -> test file names (``-m "storage and mediation"`` runs one area's storage

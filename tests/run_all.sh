@@ -5,8 +5,8 @@
 # prints what ran, passed, failed and was skipped per stage, and the verdict line CI parses
 # ("ALL TEST STAGES PASSED" / "SOME TEST STAGES FAILED"). With CI=true a skipped browser stage,
 # or any skipped real-browser test, fails the run.
-#   BUREAU_STAGES=ruff,torch,core,nbval,ui,stray   run only these stages (the others are reported
-#                                                 as not run, and fail a CI run)
+#   BUREAU_STAGES=ruff,torch,core,nbval,ui,site,stray   run only these stages (the others are
+#                                                 reported as not run, and fail a CI run)
 set -uo pipefail
 PY=${1:-.venv/bin/python}
 cd "$(dirname "$0")/.."
@@ -34,8 +34,8 @@ run_pytest() {  # run_pytest ID TITLE KIND ARGS...; exit 5 ("no tests collected"
 
 stages=${BUREAU_STAGES:-}
 for id in ${stages//,/ }; do
-  case $id in ruff|torch|core|nbval|ui|stray) ;;
-    *) echo "BUREAU_STAGES: unknown stage '$id' (ruff,torch,core,nbval,ui,stray)"
+  case $id in ruff|torch|core|nbval|ui|site|stray) ;;
+    *) echo "BUREAU_STAGES: unknown stage '$id' (ruff,torch,core,nbval,ui,site,stray)"
        echo "SOME TEST STAGES FAILED"; exit 2 ;;
   esac
 done
@@ -52,7 +52,8 @@ if stage torch "$T"; then
 fi
 T="package, storage and notebook tests"
 if stage core "$T"; then
-  run_pytest core "$T" pytest -m "not ui" tests --ignore=tests/ui -q -p no:cacheprovider -p no:playwright
+  run_pytest core "$T" pytest -m "not ui" tests --ignore=tests/ui --ignore=tests/site -q \
+    -p no:cacheprovider -p no:playwright
 fi
 T="nbval (deterministic cells of every lesson)"
 if stage nbval "$T"; then
@@ -69,6 +70,19 @@ if stage ui "$T"; then
     run_pytest ui "$T" browser -m ui tests/ui -q -p no:cacheprovider
   else
     echo "tests/ui is missing"; record ui "$T" skipped "" browser
+  fi
+fi
+T="course site (built from the executed lessons, read in Chromium)"
+if stage site "$T"; then
+  if [ -f tools/sitebuild.py ] && [ -d tests/site ]; then
+    "$PY" tools/sitebuild.py build; rc=$?
+    if [ $rc -eq 0 ]; then
+      run_pytest site "$T" browser -m ui tests/site -q -p no:cacheprovider
+    else
+      echo "the site build failed (exit $rc)"; record site "$T" failed "" browser
+    fi
+  else
+    echo "tools/sitebuild.py or tests/site is missing"; record site "$T" skipped "" browser
   fi
 fi
 T="no stray files left in the working tree"

@@ -32,6 +32,7 @@ def fake_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository layout run_all.sh expects, with tiny stand-in tests."""
     root = tmp_path_factory.mktemp("fake-repo")
     (root / "tests" / "ui").mkdir(parents=True)
+    (root / "tests" / "site").mkdir()
     (root / "tools").mkdir()
     (root / "bureau").mkdir()
     (root / "notebooks").mkdir()  # no lesson notebooks: the nbval stage has nothing to run
@@ -67,13 +68,25 @@ def fake_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
             if os.environ.get("FAKE_NO_CHROMIUM"):
                 pytest.skip("/usr/bin/chromium is missing (stand-in)")
         """))
+    # The site stage: a stand-in build (fails on demand) and one page test.
+    (root / "tools" / "sitebuild.py").write_text(
+        "import os\nimport sys\n\nsys.exit(1 if os.environ.get('FAKE_SITE_FAILS') else 0)\n")
+    (root / "tests" / "site" / "test_pages.py").write_text(textwrap.dedent("""\
+        import pytest
+
+
+        @pytest.mark.ui
+        def test_site_page():
+            pass
+        """))
     return root
 
 
 def run_all(repo: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """Run the copied run_all.sh with this interpreter; no git repository above the copy."""
     full = {k: v for k, v in os.environ.items()
-            if k not in ("CI", "BUREAU_STAGES", "FAKE_NO_CHROMIUM", "FAKE_CORE_FAILS")}
+            if k not in ("CI", "BUREAU_STAGES", "FAKE_NO_CHROMIUM", "FAKE_CORE_FAILS",
+                         "FAKE_SITE_FAILS")}
     full.update(GIT_CEILING_DIRECTORIES=str(repo.parent), **env)
     return subprocess.run(
         ["bash", str(repo / "tests" / "run_all.sh"), sys.executable],
@@ -98,7 +111,7 @@ def test_skipped_browser_stage_is_named_with_counts_and_reason(fake_repo):
     assert "stand-in skip in the core stage" in out
     # a stage with nothing to run is named too
     assert "skipped stage: nbval (deterministic cells of every lesson)" in out
-    assert "total: 1 passed, 0 failed, 2 skipped" in out
+    assert "total: 2 passed, 0 failed, 2 skipped" in out
     # pytest's own closing lines stay visible
     assert "1 passed, 1 skipped" in out and "1 skipped" in out
 
@@ -115,7 +128,7 @@ def test_ci_passes_when_every_stage_ran(fake_repo):
     proc = run_all(fake_repo, CI="true")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert last_line(proc) == PASS
-    assert "stages: 6 - 5 passed, 0 failed, 1 skipped, 0 not run" in proc.stdout
+    assert "stages: 7 - 6 passed, 0 failed, 1 skipped, 0 not run" in proc.stdout
     assert f"skipped stage: {BROWSER}" not in proc.stdout
 
 
@@ -124,6 +137,17 @@ def test_a_failing_stage_fails_the_run_and_is_named(fake_repo):
     assert proc.returncode == 1
     assert "FAILED stage: package, storage and notebook tests" in proc.stdout
     assert last_line(proc) == FAIL
+
+
+def test_a_failed_site_build_fails_the_site_stage(fake_repo):
+    proc = run_all(fake_repo, FAKE_SITE_FAILS="1", BUREAU_STAGES="site")
+    assert proc.returncode == 1 and last_line(proc) == FAIL
+    assert "the site build failed (exit 1)" in proc.stdout
+    assert "FAILED stage: course site (built from the executed lessons, read in Chromium)" \
+        in proc.stdout
+    proc = run_all(fake_repo, BUREAU_STAGES="site")
+    assert proc.returncode == 0 and last_line(proc) == PASS, proc.stdout
+    assert "total: 1 passed, 0 failed, 0 skipped" in proc.stdout
 
 
 def test_partial_runs_are_reported_and_fail_ci(fake_repo):

@@ -1,0 +1,185 @@
+"""The course site's build steps that need no kernel, no Sphinx run and no browser.
+
+``tools/sitebuild.py`` scrubs this machine out of the executed lessons, puts each widget's
+picture next to the cell that displays it, and refuses a built site that still holds a machine
+path, a key or a remote asset. The full build and the browser check run in the ``site`` stage of
+``tests/run_all.sh`` (``tests/site/``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("sitebuild", REPO / "tools" / "sitebuild.py")
+sitebuild = importlib.util.module_from_spec(_spec)
+sys.modules["sitebuild"] = sitebuild  # dataclasses look their module up by name
+_spec.loader.exec_module(sitebuild)
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _widget_output(model_id: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output(
+        "display_data",
+        data={"text/plain": "VBox(children=(...))",
+              sitebuild.WIDGET_MIME: {"model_id": model_id, "version_major": 2,
+                                      "version_minor": 0}},
+    )
+
+
+def _lesson() -> nbformat.NotebookNode:
+    """A lesson shaped like 02: a console (holding an X-ray), a figure, an X-ray, a quiz."""
+    nb = nbformat.v4.new_notebook()
+    console = nbformat.v4.new_code_cell("console, ui = make_console(bureau, case)\nconsole")
+    console.outputs = [_widget_output("c1")]
+    figure = nbformat.v4.new_code_cell("plots.scores(answer)")
+    figure.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0K",
+                                                                   "text/plain": "<Figure>"})]
+    xray = nbformat.v4.new_code_cell("make_xray(answer.trace)[0]")
+    xray.outputs = [_widget_output("x1")]
+    quiz = nbformat.v4.new_code_cell('quiz("02", bureau)')
+    quiz.outputs = [_widget_output("q1")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# 02"), console, figure, xray, quiz]
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": {
+        "c1": {"state": {"_dom_classes": ["bureau-console"], "children": ["IPY_MODEL_x0"]}},
+        "x0": {"state": {"_dom_classes": ["bureau-xray"]}},  # the console's own X-ray
+        "x1": {"state": {"_dom_classes": ["bureau-xray"]}},
+        "q1": {"state": {"_dom_classes": ["bureau-quiz"]}},
+    }}}
+    return nb
+
+
+def _pic(widget: str, file: str, lesson: str = "02_interrogate.ipynb"):
+    return sitebuild.Picture(lesson=lesson, widget=widget, file=file, screenshot=file,
+                             caption=f"the {widget}")
+
+
+def test_each_picture_goes_after_the_cell_that_displays_its_widget():
+    nb = _lesson()
+    pictures = [_pic("bureau-xray", "xray.png"), _pic("bureau-console", "console.png"),
+                _pic("bureau-console", "other.png", lesson="01_whisper.ipynb")]
+    replaced, placed = sitebuild.place_pictures(nb, "02_interrogate.ipynb", pictures)
+    assert replaced == 3
+    assert [p.file for p in placed] == ["console.png", "xray.png"]
+    sources = [c.source for c in nb.cells]
+    # console cell, its picture, the figure (kept), the X-ray cell, its picture, quiz, a note
+    assert sources[1].startswith("console, ui") and "../widgets/console.png" in sources[2]
+    assert sources[3] == "plots.scores(answer)" and nb.cells[3].outputs  # figures stay
+    assert sources[4].startswith("make_xray") and "../widgets/xray.png" in sources[5]
+    assert sources[6].startswith("quiz(") and sources[7] == sitebuild.NO_PICTURE_NOTE
+    assert "{figure}" in sources[2] and "the bureau-console" in sources[2]
+    # no widget output survives, and no widget state (MyST-NB would load its CDN scripts)
+    assert not any(sitebuild.WIDGET_MIME in o.get("data", {})
+                   for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "widgets" not in nb.metadata
+
+
+def test_a_picture_whose_widget_is_gone_is_not_placed():
+    nb = _lesson()
+    _, placed = sitebuild.place_pictures(nb, "02_interrogate.ipynb",
+                                         [_pic("bureau-stage", "stage.png")])
+    assert placed == []
+
+
+def test_the_scrubber_removes_this_machine_and_keys(tmp_path):
+    data = tmp_path / "bureau-site-data-x"
+    scrub = sitebuild.Scrubber(data)
+    venv_python = f"{sys.prefix}/lib/python3.11/site-packages/powermem/x.py"
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(bureau.data_dir)")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout",
+                               text=f"data in {data}/seekdb\nrepo {sitebuild.REPO}/notebooks\n"),
+        nbformat.v4.new_output("display_data", data={
+            "text/html": f"<p>{Path.home()}/.cache and /work/other and /tmp/x</p>",
+            "text/plain": "OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx token=abcdef0123456789",
+            "image/png": "iVBORw0K/tmp/"}),  # base64 is data, not text: left alone
+        nbformat.v4.new_output("error", ename="E", evalue=venv_python,
+                               traceback=[f"File {venv_python}"]),
+    ]
+    cell.metadata["papermill"] = {"duration": 1.0}
+    nb.cells = [cell]
+    nb.metadata["papermill"] = {"input_path": str(sitebuild.REPO / "notebooks" / "x.ipynb")}
+    out = scrub.notebook(nb)
+    text = nbformat.writes(out)
+    for leaked in (str(data), str(sitebuild.REPO), str(Path.home()), "/work/", sys.prefix,
+                   "sk-abcdef", "abcdef0123456789", "site-packages"):
+        assert leaked not in text.replace("iVBORw0K/tmp/", ""), leaked
+    assert "<data dir>/seekdb" in text and "<repo>/notebooks" in text
+    assert out.cells[0].outputs[1]["data"]["image/png"] == "iVBORw0K/tmp/"
+    assert "papermill" not in out.metadata and "papermill" not in out.cells[0].metadata
+
+
+def test_course_prose_survives_the_scrubber():
+    scrub = sitebuild.Scrubber()
+    prose = ("Every token is embedded; the secret stays private. `.venv/bin/python`, "
+             "bureau/service/rooms/reading.py, ~/.local/share/bureau, 256 tokens, "
+             "an API key is never needed.")
+    assert scrub.text(prose) == prose
+
+
+def test_a_built_site_with_a_path_a_key_or_a_remote_asset_is_refused(tmp_path):
+    site = tmp_path / "html"
+    (site / "lessons").mkdir(parents=True)
+    clean = ('<html><head><link rel="stylesheet" href="_static/a.css">'
+             '<link rel="canonical" href="https://example.org/x.html"></head>'
+             '<body><a href="https://arxiv.org/abs/2506.20737">paper</a></body></html>')
+    (site / "index.html").write_text(clean)
+    assert sitebuild.problems(site) == []
+    (site / "lessons" / "02.html").write_text(
+        '<script src="https://unpkg.com/x.js"></script><p>/root/.cache/x</p>')
+    (site / "searchindex.js").write_text('Search.setIndex({"t": "api_key = abcdefghijklmnop"})')
+    (site / "_static").mkdir()
+    (site / "_static" / "t.css").write_text("@import url(https://fonts.googleapis.com/css);")
+    found = "\n".join(sitebuild.problems(site))
+    assert "lessons/02.html: remote asset" in found
+    assert "lessons/02.html: machine path: '/root/.cache/x'" in found
+    assert "searchindex.js: key or token" in found
+    assert "_static/t.css: remote asset" in found
+
+
+def test_committed_pictures_are_small_and_all_listed():
+    assert sitebuild.picture_problems() == []
+    pictures = sitebuild.load_pictures()
+    assert pictures, "site/widgets/pictures.toml lists no picture"
+    listed = {p.file for p in pictures}
+    on_disk = {p.name for p in sitebuild.WIDGETS.glob("*.png")}
+    assert on_disk == listed, "every committed picture is in the manifest, and only those"
+    for p in pictures:
+        assert (sitebuild.NOTEBOOKS / p.lesson).is_file(), f"{p.lesson}: no such lesson"
+        assert p.widget.startswith("bureau-") and p.caption
+
+
+def test_picture_limits_are_enforced(tmp_path):
+    manifest = tmp_path / "pictures.toml"
+    manifest.write_text('[[picture]]\nlesson = "01_whisper.ipynb"\nwidget = "bureau-console"\n'
+                        'file = "big.png"\nscreenshot = "s.png"\ncaption = "c"\n')
+    assert "big.png: listed in pictures.toml but missing" in sitebuild.picture_problems(manifest)
+    (tmp_path / "big.png").write_bytes(b"\0" * (sitebuild.MAX_PICTURE_BYTES + 1))
+    assert any("over 300000" in p for p in sitebuild.picture_problems(manifest))
+
+
+def test_the_labs_page_includes_the_readme_section_it_names():
+    labs = (sitebuild.SITE / "labs.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for marker in ('"## Benchmarks"', '"## Threat model"'):
+        assert marker in labs
+        assert f"\n{marker.strip(chr(34))}\n" in readme, f"README lost its {marker} heading"
+    start = readme.index("\n## Benchmarks\n")
+    assert "| MAGPIE (200 scenarios)" in readme[start:readme.index("\n## Threat model\n")]
+
+
+def test_readers_see_neither_test_markers_nor_lab_style_anchors():
+    code = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\nconsole, ui = make_console()\nconsole")
+    assert sitebuild.for_reader(code) == "console, ui = make_console()\nconsole"
+    nav = nbformat.v4.new_markdown_cell(
+        "[Contents](00_welcome.ipynb#Contents) · [Glossary](GLOSSARY.md) · "
+        "[# NBVAL_SKIP](x.ipynb)")
+    assert sitebuild.for_reader(nav) == (
+        "[Contents](00_welcome.ipynb#contents) · [Glossary](GLOSSARY.md) · "
+        "[# NBVAL_SKIP](x.ipynb)")

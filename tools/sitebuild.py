@@ -1,0 +1,444 @@
+"""Build the rendered course site from the executed lessons, offline (``make site``).
+
+    python tools/sitebuild.py build [--out build/site] [--reuse]   # execute, assemble, render, check
+    python tools/sitebuild.py check build/site/html                # machine paths, keys, remote assets
+    python tools/sitebuild.py widgets [--from test-results/screenshots]   # refresh site/widgets/*.png
+
+Why it is built this way:
+
+* **Real outputs.** Every ``notebooks/[0-9][0-9]_*.ipynb`` runs under papermill with its own
+  default parameters, in a temporary ``BUREAU_DATA_DIR`` (deleted afterwards), into
+  ``<out>/executed/``. Sphinx + MyST-NB then render them with execution off, so a page shows
+  what a real run printed and drew. A lesson that raises stops the build.
+* **Widgets as pictures.** A widget cannot run in a static page, and MyST-NB's widget embedding
+  would fetch require.js and the widget manager from a CDN. Each widget output is replaced by the
+  picture ``site/widgets/pictures.toml`` names for it (a screenshot from the browser tests,
+  matched by lesson and by the widget's own DOM class, e.g. ``bureau-console``, read from the
+  widget state papermill saved), or, where no picture was taken, by a one-line note. A manifest
+  entry that matches no widget fails the build: a renamed widget cannot silently lose its
+  picture.
+* **One source.** The glossary and the instructor kit are copied from ``notebooks/`` as pages;
+  the labs page includes the README's benchmark section with a MyST ``include`` directive.
+* **Nothing of this machine.** Outputs are scrubbed (the data directory, the venv, the
+  repository, the home and temporary folders, anything that looks like a key or token), then
+  the whole built site is checked again (:func:`problems`) and the build fails on any hit, or on
+  any page that would load a script, style sheet or font from the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+SITE = REPO / "site"
+WIDGETS = SITE / "widgets"
+MANIFEST = WIDGETS / "pictures.toml"
+BUILD = REPO / "build" / "site"
+SCREENSHOTS = REPO / "test-results" / "screenshots"
+LESSON_GLOB = "[0-9][0-9]_*.ipynb"
+PAGES = ("GLOSSARY.md", "INSTRUCTOR.md")
+"""Markdown pages of notebooks/ the site shows beside the lessons (each only if it exists)."""
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+LESSON_ANCHOR = re.compile(r"(\.ipynb#)([^)\s]+)\)")
+NBVAL_MARKER = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
+MAX_PICTURE_BYTES = 300_000
+MAX_PICTURES_BYTES = 2_000_000
+PICTURE_WIDTH = 1000
+"""Widest a committed picture may be (pixels): the book theme's text column is narrower."""
+
+# -- what must never reach the site ---------------------------------------------------------------
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~-])/(?:work|root|home|tmp|private/var|Users)(?:/[^\s'\"<>()\[\]{},;|`\\]*)?"
+    r"|(?:site|dist)-packages/"
+    r"|/usr/(?:local/)?lib/python3"
+)
+SECRET = re.compile(
+    r"\bsk-[A-Za-z0-9_-]{16,}"  # OpenAI-style keys
+    r"|\bhf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"  # GitHub
+    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret[_-]?key|password)"
+    r"\s*[=:]\s*['\"]?[A-Za-z0-9_\-./+]{12,}",
+    re.IGNORECASE,
+)
+# A page must not load anything from the network: scripts, style sheets, fonts, CSS imports.
+REMOTE_ASSET = re.compile(
+    r"<script[^>]+src=[\"'](?:https?:)?//"
+    r"|<link[^>]+href=[\"'](?:https?:)?//[^\"']*[\"'][^>]*>"
+    r"|@import\s+(?:url\()?[\"']?(?:https?:)?//"
+    r"|url\([\"']?(?:https?:)?//",
+    re.IGNORECASE,
+)
+# An <a href="https://..."> in a <link rel=...> tag is only a problem when it is fetched.
+FETCHED_LINK = re.compile(r"rel=[\"'](?:stylesheet|preload|prefetch|modulepreload|icon|"
+                          r"preconnect|dns-prefetch)", re.IGNORECASE)
+SCANNED = {".html", ".js", ".css", ".txt", ".json", ".ipynb", ".md", ".svg", ".xml"}
+
+
+class Scrubber:
+    """Replace this machine's paths and anything key-like in text with neutral placeholders.
+
+    The exact folders (data directory, venv, repository, home, temporary folder) go first and
+    keep a readable placeholder (``<data dir>/...``); the patterns catch whatever is left.
+    """
+
+    def __init__(self, *data_dirs: Path) -> None:
+        exact: list[tuple[str, str]] = [(str(d), "<data dir>") for d in data_dirs]
+        for prefix in {sys.prefix, str(Path(sys.prefix).resolve())}:
+            exact.append((prefix, "<venv>"))
+        exact += [(str(REPO), "<repo>"), (str(Path.home()), "~"),
+                  (tempfile.gettempdir(), "<tmp>")]
+        # Longest first, so the repository's venv is "<venv>", not "<repo>/.venv".
+        self.exact = sorted({(k, v) for k, v in exact if len(k) > 1}, key=lambda kv: -len(kv[0]))
+
+    def text(self, s: str) -> str:
+        for path, placeholder in self.exact:
+            s = s.replace(path, placeholder)
+        s = SECRET.sub("<redacted>", s)
+        return MACHINE_PATH.sub("<path>", s)
+
+    def value(self, v):  # noqa: ANN001, ANN201 - JSON-like: str, list, dict, other
+        if isinstance(v, str):
+            return self.text(v)
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if isinstance(v, dict):
+            return {k: self.value(x) for k, x in v.items()}
+        return v
+
+    def notebook(self, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+        """Scrub sources and outputs; drop papermill and execution metadata (they hold paths)."""
+        nb.metadata.pop("papermill", None)
+        for cell in nb.cells:
+            cell.source = self.text(cell.source)
+            for key in ("papermill", "execution"):
+                cell.metadata.pop(key, None)
+            for out in cell.get("outputs", []):
+                for key in ("text", "evalue", "traceback"):
+                    if key in out:
+                        out[key] = self.value(out[key])
+                if "data" in out:
+                    out["data"] = nbformat.from_dict(
+                        {mime: (v if mime.startswith("image/") and mime != "image/svg+xml"
+                                else self.value(v)) for mime, v in out["data"].items()}
+                    )
+        return nb
+
+
+def problems(site: Path) -> list[str]:
+    """Every machine path, key-like string or remote asset in the built site (empty: clean)."""
+    found: list[str] = []
+    for path in sorted(site.rglob("*")):
+        if not path.is_file() or path.suffix not in SCANNED:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        rel = path.relative_to(site)
+        for pattern, what in ((MACHINE_PATH, "machine path"), (SECRET, "key or token")):
+            for m in pattern.finditer(text):
+                found.append(f"{rel}: {what}: {m.group(0)[:80]!r}")
+        if path.suffix in {".html", ".css"}:
+            for m in REMOTE_ASSET.finditer(text):
+                tag = m.group(0)
+                if tag.lower().startswith("<link") and not FETCHED_LINK.search(tag):
+                    continue  # <link rel="canonical" href="https://...">: never fetched
+                found.append(f"{rel}: remote asset: {tag[:100]!r}")
+    return found
+
+
+# -- widget pictures ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Picture:
+    """One committed widget picture and the widget it stands for."""
+
+    lesson: str
+    """The lesson file, e.g. ``02_interrogate.ipynb``."""
+    widget: str
+    """A DOM class of the displayed widget (``make_console`` gives ``bureau-console``)."""
+    file: str
+    """The picture in ``site/widgets/``."""
+    screenshot: str
+    """Its source in the browser tests' screenshots (``tools/sitebuild.py widgets`` refreshes it)."""
+    caption: str
+
+
+def load_pictures(manifest: Path = MANIFEST) -> list[Picture]:
+    data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    return [Picture(**entry) for entry in data.get("picture", [])]
+
+
+def _dom_classes(state: dict, model_id: str) -> set[str]:
+    """The DOM classes of the displayed widget itself (from the saved widget state).
+
+    Only the root's: a console holds an X-ray, and the X-ray's picture belongs next to the cell
+    that displays the X-ray alone.
+    """
+    return set(state.get(model_id, {}).get("state", {}).get("_dom_classes", []))
+
+
+def _picture_cell(picture: Picture) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(
+        f":::{{figure}} ../widgets/{picture.file}\n:alt: {picture.caption}\n"
+        f":class: bureau-widget-picture\n:width: 100%\n\n"
+        f"**Widget, pictured.** {picture.caption} Run the lesson to use it live.\n:::"
+    )
+
+
+NO_PICTURE_NOTE = ("*An interactive widget is displayed here when the lesson runs (no picture of "
+                   "it on this site; `make lab` to use it).*")
+
+
+def place_pictures(nb: nbformat.NotebookNode, lesson: str,
+                   pictures: Iterable[Picture]) -> tuple[int, list[Picture]]:
+    """Replace each widget output of ``nb`` by its picture (or a note); return what was placed.
+
+    A picture goes after the first cell of its lesson that displays a widget carrying its DOM
+    class; each picture is placed once. Returns ``(widget outputs replaced, pictures placed)``.
+    """
+    state = nb.metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    waiting = [p for p in pictures if p.lesson == lesson]
+    placed: list[Picture] = []
+    replaced = 0
+    cells: list[nbformat.NotebookNode] = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type != "code":
+            continue
+        kept, extra = [], []
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_MIME) if "data" in out else None
+            if view is None:
+                kept.append(out)
+                continue
+            replaced += 1
+            classes = _dom_classes(state, view.get("model_id", ""))
+            match = next((p for p in waiting if p.widget in classes), None)
+            if match is not None:
+                waiting.remove(match)
+                placed.append(match)
+                extra.append(_picture_cell(match))
+            elif not extra:
+                extra.append(nbformat.v4.new_markdown_cell(NO_PICTURE_NOTE))
+        cell.outputs = kept
+        cells.extend(extra)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)  # state is for a live page; a static one has no use for it
+    return replaced, placed
+
+
+def refresh_pictures(screenshots: Path = SCREENSHOTS, manifest: Path = MANIFEST) -> list[str]:
+    """Copy each manifest screenshot into site/widgets, narrowed and palette-quantised.
+
+    Returns the problems (a screenshot missing, a picture still too large); pictures whose
+    screenshot is missing are left as they are.
+    """
+    from PIL import Image
+
+    found = []
+    for pic in load_pictures(manifest):
+        src = screenshots / pic.screenshot
+        if not src.is_file():
+            found.append(f"{pic.file}: screenshot {src.name} not found in {screenshots} "
+                         "(run the browser tests: pytest -m ui tests/ui)")
+            continue
+        dest = manifest.parent / pic.file
+        with Image.open(src) as im:
+            im = im.convert("RGB")
+            width = min(PICTURE_WIDTH, im.width)
+            while True:
+                small = im.resize((width, round(im.height * width / im.width)),
+                                  Image.Resampling.LANCZOS) if width != im.width else im
+                small.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(
+                    dest, optimize=True)
+                if dest.stat().st_size <= MAX_PICTURE_BYTES or width < 300:
+                    break
+                width = int(width * 0.8)
+        print(f"{dest.relative_to(REPO)}: {dest.stat().st_size // 1000} kB, {width} px wide")
+    found += picture_problems(manifest)
+    return found
+
+
+def picture_problems(manifest: Path = MANIFEST) -> list[str]:
+    """Size limits of the committed pictures, and manifest entries without their file."""
+    found, total = [], 0
+    for file in dict.fromkeys(p.file for p in load_pictures(manifest)):  # a file may serve twice
+        path = manifest.parent / file
+        if not path.is_file():
+            found.append(f"{file}: listed in {manifest.name} but missing")
+            continue
+        size = path.stat().st_size
+        total += size
+        if size > MAX_PICTURE_BYTES:
+            found.append(f"{file}: {size} bytes, over {MAX_PICTURE_BYTES}")
+    if total > MAX_PICTURES_BYTES:
+        found.append(f"widget pictures total {total} bytes, over {MAX_PICTURES_BYTES}")
+    return found
+
+
+# -- the build ------------------------------------------------------------------------------------
+def lessons(nb_dir: Path = NOTEBOOKS) -> list[Path]:
+    return sorted(nb_dir.glob(LESSON_GLOB))
+
+
+def execute(paths: list[Path], out_dir: Path, data_root: Path, jobs: int = 2,
+            timeout: int = 900) -> dict[str, float]:
+    """Run each lesson with papermill (its default parameters) into ``out_dir``.
+
+    Each lesson runs in its own papermill process with its own temporary data directory under
+    ``data_root``, so ``jobs`` of them can run side by side without sharing a store. Returns the
+    seconds each took; raises ``RuntimeError`` naming every lesson that failed.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def run(path: Path) -> tuple[str, float, str]:
+        data = data_root / path.stem
+        data.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "BUREAU_DATA_DIR": str(data)}
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "papermill", str(path), str(out_dir / path.name),
+             "-k", "python3", "--cwd", str(path.parent), "--no-progress-bar",
+             "--execution-timeout", str(timeout)],
+            env=env, capture_output=True, text=True)
+        took = time.monotonic() - t0
+        if proc.returncode:  # never left behind for --reuse to take as done
+            (out_dir / path.name).unlink(missing_ok=True)
+        print(f"executed {path.name} in {took:.0f} s" + (" FAILED" if proc.returncode else ""),
+              flush=True)
+        return path.name, took, (proc.stderr[-3000:] if proc.returncode else "")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        # the longest lessons first, so the pool does not end on one long tail
+        order = sorted(paths, key=lambda p: -p.stat().st_size)
+        results = list(pool.map(run, order))
+    failed = [f"{name}:\n{err}" for name, _, err in results if err]
+    if failed:
+        raise RuntimeError("lessons failed under papermill:\n" + "\n".join(failed))
+    return {name: took for name, took, _ in results}
+
+
+def for_reader(cell: nbformat.NotebookNode) -> str:
+    """A cell's source as the site shows it.
+
+    Code loses its nbval markers (they mean nothing to a reader); markdown links to a lesson's
+    heading get the site's anchor (JupyterLab's keep the heading's case, Sphinx's are slugs).
+    """
+    if cell.cell_type == "code":
+        return NBVAL_MARKER.sub("", cell.source)
+    return LESSON_ANCHOR.sub(
+        lambda m: m.group(1) + m.group(2).lower().replace(" ", "-") + ")", cell.source)
+
+
+def assemble(executed: Path, src: Path, scrub: Scrubber,
+             pictures: list[Picture]) -> list[str]:
+    """Lay out the Sphinx source folder; returns the manifest entries that matched no widget."""
+    if src.exists():
+        shutil.rmtree(src)
+    (src / "lessons").mkdir(parents=True)
+    (src / "_include").mkdir()
+    for name in ("conf.py", "index.md", "labs.md"):
+        shutil.copy(SITE / name, src / name)
+    shutil.copytree(WIDGETS, src / "widgets", ignore=shutil.ignore_patterns("*.toml"))
+    (src / "_include" / "README.md").write_text(
+        scrub.text((REPO / "README.md").read_text(encoding="utf-8")), encoding="utf-8")
+    for page in PAGES:
+        if (NOTEBOOKS / page).is_file():
+            text = (NOTEBOOKS / page).read_text(encoding="utf-8")
+            (src / "lessons" / page).write_text(scrub.text(text), encoding="utf-8")
+    unmatched: list[Picture] = [p for p in pictures
+                                if not (executed / p.lesson).is_file()]
+    for path in sorted(executed.glob(LESSON_GLOB)):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            cell.source = for_reader(cell)
+        _, placed = place_pictures(nb, path.name, pictures)
+        unmatched += [p for p in pictures if p.lesson == path.name and p not in placed]
+        nbformat.write(scrub.notebook(nb), src / "lessons" / path.name)
+    return [f"{p.file}: no widget with class {p.widget!r} in {p.lesson} "
+            f"(fix site/widgets/{MANIFEST.name})" for p in unmatched]
+
+
+def render(src: Path, html: Path) -> None:
+    if html.exists():
+        shutil.rmtree(html)
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-d", str(src.parent / "doctrees"),
+           str(src), str(html)]
+    subprocess.run(cmd, check=True, cwd=src)
+
+
+def build(out: Path = BUILD, reuse: bool = False, jobs: int = 2) -> int:
+    t0 = time.monotonic()
+    executed = out / "executed"
+    todo = lessons()
+    if reuse:  # while editing the site: run only lessons newer than their executed copy
+        todo = [p for p in todo if not (executed / p.name).is_file()
+                or (executed / p.name).stat().st_mtime < p.stat().st_mtime]
+    for stale in executed.glob(LESSON_GLOB) if executed.is_dir() else []:
+        if not (NOTEBOOKS / stale.name).is_file():
+            stale.unlink()  # a lesson that was removed or renamed
+    data_dir = Path(tempfile.mkdtemp(prefix="bureau-site-data-"))
+    try:
+        try:
+            execute(todo, executed, data_dir, jobs)
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        t_exec = time.monotonic() - t0
+        found = picture_problems()
+        scrub = Scrubber(data_dir, *(data_dir / p.stem for p in lessons()))
+        found += assemble(executed, out / "src", scrub, load_pictures())
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    if not found:
+        render(out / "src", out / "html")
+        found = problems(out / "html")
+    for p in found:
+        print(p, file=sys.stderr)
+    took = time.monotonic() - t0
+    index = out / "html" / "index.html"
+    shown = index.relative_to(REPO) if index.is_relative_to(REPO) else index
+    print(f"site: {len(lessons())} lessons ({len(todo)} executed in {t_exec:.0f} s), "
+          f"built in {took:.0f} s -> {shown}" + (" FAILED" if found else ""))
+    return 1 if found else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="execute the lessons, render the site, check it")
+    b.add_argument("--out", type=Path, default=BUILD)
+    b.add_argument("--reuse", action="store_true",
+                   help="re-execute only lessons changed since their executed copy")
+    b.add_argument("--jobs", type=int, default=2, help="lessons executed side by side")
+    c = sub.add_parser("check", help="report machine paths, keys and remote assets in a site")
+    c.add_argument("site", type=Path, nargs="?", default=BUILD / "html")
+    w = sub.add_parser("widgets", help="refresh site/widgets/*.png from the browser screenshots")
+    w.add_argument("--from", dest="screenshots", type=Path, default=SCREENSHOTS)
+    args = ap.parse_args(argv)
+    if args.command == "build":
+        return build(args.out.resolve(), args.reuse, args.jobs)
+    found = problems(args.site) if args.command == "check" else refresh_pictures(args.screenshots)
+    for p in found:
+        print(p, file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
