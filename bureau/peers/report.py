@@ -22,13 +22,13 @@ def _pct(v: float) -> str:
 
 def format_table(result: PeersResult) -> str:
     """A Markdown table: one line per case set and configuration, random lines in brackets."""
-    head = ("| case set | configuration | question leak (random) | pair leak (random) | "
+    head = ("| case set (cards stored) | configuration | question leak (random) | pair leak (random) | "
             "probe leak (random) | own recall | board recall | spoof | p50 ms (× bureau) | "
             "p95 ms (× bureau) |")
     lines = [head, "|" + "---|" * 10]
     for r in result.records():
         lines.append(
-            f"| {r['case_set']} | {r['config']} | {_pct(r['question_leak'])} "
+            f"| {r['case_set']} ({r['cards']:,}) | {r['config']} | {_pct(r['question_leak'])} "
             f"({_pct(r['question_leak_random'])}) | {_pct(r['pair_leak'])} "
             f"({_pct(r['pair_leak_random'])}) | {_pct(r['probe_leak'])} "
             f"({_pct(r['probe_leak_random'])}) | {_pct(r['own_recall'])} | "
