@@ -12,8 +12,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", default="100,1000,10000",
                    help="cards in the store for the MAGPIE slices, comma-separated")
     p.add_argument("--k", type=int, default=5, help="results per search, every system")
-    p.add_argument("--max-probes", type=int, default=1500,
-                   help="probes of each kind per slice (a seeded sample beyond this)")
+    p.add_argument("--max-probes", type=int, default=100,
+                   help="questions and probes of each kind per case set (a seeded sample "
+                        "beyond this)")
+    p.add_argument("--spoofs", type=int, default=50, help="spoof probes per case set")
     p.add_argument("--no-scenarios", action="store_true", help="skip the shipped scenarios")
     p.add_argument("--dataset", type=Path, default=None,
                    help="MAGPIE file (default: $BUREAU_MAGPIE or ../shared/datasets/magpie)")
@@ -34,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
         result = run_peers(data_dir, sizes=sizes, k=args.k, max_probes=args.max_probes,
+                           spoofs=args.spoofs,
                            scenarios=not args.no_scenarios, dataset=args.dataset,
                            progress=print)
         print(format_table(result))
