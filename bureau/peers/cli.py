@@ -38,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         result = run_peers(data_dir, sizes=sizes, k=args.k, max_probes=args.max_probes,
                            spoofs=args.spoofs,
                            scenarios=not args.no_scenarios, dataset=args.dataset,
-                           progress=print)
+                           progress=print,
+                           partial=lambda r: write_report(r, args.out))  # kept as it goes
         print(format_table(result))
         for path in write_report(result, args.out):
             print(f"wrote {path}")

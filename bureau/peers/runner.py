@@ -188,12 +188,14 @@ def run_peers(data_dir: Path, *, sizes: Sequence[int] = (100, 1000, 10000), k: i
               max_probes: int = 100, scenarios: bool = True,
               dataset: str | Path | None = None, spoofs: int = 50,
               progress: Callable[[str], None] = lambda s: None,
-              bureau: Any = None) -> PeersResult:
+              bureau: Any = None,
+              partial: Callable[[PeersResult], None] | None = None) -> PeersResult:
     """Every case set through every configuration; the bureau's store lives in ``data_dir``.
 
     The bureau's store keeps every earlier case set (its searches are filtered by case, so this
     only makes its latency conservative); each peer gets a fresh instance per case set.
     ``bureau``: an open Bureau to use instead (one store per process: the tests pass theirs).
+    ``partial``: called with the figures so far after each case set (a long run keeps them).
     """
     from ..service import Bureau
 
@@ -230,12 +232,18 @@ def run_peers(data_dir: Path, *, sizes: Sequence[int] = (100, 1000, 10000), k: i
                              f"{time.perf_counter() - t0:.1f} s")
             for s in systems:
                 getattr(s, "close", lambda: None)()
+            if partial is not None:
+                partial(_result(rows, k, bureau, book, start))
+    return _result(rows, k, bureau, book, start)
+
+
+def _result(rows: list[Row], k: int, bureau: Any, book: VectorBook, start: float) -> PeersResult:
     versions = {"bureau": package_version("bureau"), "mem0ai": package_version("mem0ai"),
                 "qdrant-client": package_version("qdrant-client"),
                 "langgraph": package_version("langgraph"),
                 "langgraph-checkpoint": package_version("langgraph-checkpoint"),
                 "encoder": getattr(bureau.encoder, "name", type(bureau.encoder).__name__)}
-    return PeersResult(rows, k, versions, book.misses, time.perf_counter() - start)
+    return PeersResult(list(rows), k, versions, book.misses, time.perf_counter() - start)
 
 
 __all__ = ["METRICS", "PeersResult", "Plan", "Row", "Tally", "measure", "plan", "run_peers"]
