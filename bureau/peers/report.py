@@ -22,11 +22,16 @@ def _pct(v: float) -> str:
 
 def format_table(result: PeersResult) -> str:
     """A Markdown table: one line per case set and configuration, random lines in brackets."""
+    return format_records(result.records(), result.k, result.versions)
+
+
+def format_records(records: list[dict[str, Any]], k: int, versions: dict[str, str]) -> str:
+    """:func:`format_table` of rows read back from ``peers.json``."""
     head = ("| case set (cards stored) | configuration | question leak (random) | pair leak (random) | "
             "probe leak (random) | own recall | board recall | spoof | p50 ms (× bureau) | "
             "p95 ms (× bureau) |")
     lines = [head, "|" + "---|" * 10]
-    for r in result.records():
+    for r in records:
         lines.append(
             f"| {r['case_set']} ({r['cards']:,}) | {r['config']} | {_pct(r['question_leak'])} "
             f"({_pct(r['question_leak_random'])}) | {_pct(r['pair_leak'])} "
@@ -35,9 +40,9 @@ def format_table(result: PeersResult) -> str:
             f"{_pct(r['board_recall'])} | {r['spoof_hits']} of {r['spoof_n']} | "
             f"{r['p50_ms']:.2f} ({r['p50_ratio']:.2f}) | {r['p95_ms']:.2f} "
             f"({r['p95_ratio']:.2f}) |")
-    filters = sorted({(r["config"], r["version"], r["filter"]) for r in result.records()})
-    lines += ["", f"k = {result.k}; versions: "
-              + ", ".join(f"{k} {v}" for k, v in result.versions.items())]
+    filters = sorted({(r["config"], r["version"], r["filter"]) for r in records})
+    lines += ["", f"k = {k}; versions: "
+              + ", ".join(f"{name} {v}" for name, v in versions.items())]
     lines += [f"- {c} ({v}): `{f}`" for c, v, f in filters]
     lines += ["", FAIRNESS]
     return "\n".join(lines)
@@ -94,4 +99,4 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["FAIRNESS", "format_table", "plot", "write_report"]
+__all__ = ["FAIRNESS", "format_records", "format_table", "plot", "write_report"]
