@@ -97,7 +97,8 @@ def magpie_slice(cards: int, tag: str, dataset: str | Path | None = None) -> lis
         labels = {m.key: m.kind for _, m in sc.seeds()}
         published = {k for k, v in labels.items() if v == "shareable"}
         private = {k for k, v in labels.items() if v == "private"}
-        case = PeerCase(f"{lab.case_stem}-{tag}", sc, _cards(sc, published, private),
+        # The stem is a cut slug: two MAGPIE scenarios can share one, so the position counts too.
+        case = PeerCase(f"{lab.case_stem}-{len(out)}-{tag}", sc, _cards(sc, published, private),
                         tuple((a.role, a.query) for a in lab.agents))
         out.append(case)
         total += case.stored
