@@ -52,6 +52,7 @@ def test_every_case_set_has_the_same_texts_for_every_system():
     big = magpie_slice(10_000, "t", MINI)  # the mini has far fewer: filler makes up the store
     assert sum(pc.stored for pc in big) == 10_000
     assert len({c.text for pc in big for c in pc.cards}) > 9_000
+    assert len({pc.case_id for pc in big}) == len(big)  # two MAGPIE stems can be equal
 
 
 @pytest.fixture(scope="module")
