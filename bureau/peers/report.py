@@ -91,10 +91,11 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
         ax.set_title(title)
         ax.set_xlabel("case set")
     axes[0].set_ylabel("% of probes")
-    axes[0].legend(fontsize=8, loc="upper left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9)
     fig.suptitle("Peers isolate only with the right filter, and hand over any role's cards to "
                  "a caller that names it; the bureau's handle names no one")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
