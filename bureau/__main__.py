@@ -1,4 +1,5 @@
-"""Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning`` and ``repair``."""
+"""Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning``, ``peers``,
+``mcp`` and ``repair``."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def main(argv: list[str] | None = None) -> int:
 
     poisoning_arguments(sub.add_parser(
         "poisoning", help="memory-poisoning lab: poisoned tool output vs trust tiers, at retrieval"))
+    mcp = sub.add_parser("mcp", help="serve one role's agent tools over MCP (stdio)")
+    mcp.add_argument("--case", default=None, help="case id (default: $BUREAU_MCP_CASE)")
+    mcp.add_argument("--role", default=None, help="role (default: $BUREAU_MCP_ROLE)")
+    from .peers.cli import add_arguments as peers_arguments
+
+    peers_arguments(sub.add_parser(
+        "peers", help="the same work through the bureau, mem0 and LangGraph's store"))
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -56,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
             extra = {"data_dir": args.data_dir} if args.data_dir else {}
             print(repair(Settings.from_env(**extra), adopt=args.adopt,
                          purge_unknown=args.purge_unknown).text())
+        elif args.command == "mcp":
+            from .mcp_server import serve_stdio
+
+            return serve_stdio(args.case, args.role)
+        elif args.command == "peers":
+            from .peers.cli import run as run_peers
+
+            return run_peers(args)
         elif args.command == "poisoning":
             from .poisoning.cli import run as run_poisoning
 

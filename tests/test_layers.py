@@ -64,7 +64,7 @@ FLOORS: tuple[Floor, ...] = (
           ("bureau.service", "bureau.service.rooms", "bureau.service.agent"), inner=True),
     Floor(4, "labs, course, bench, CLI, and the package's front door",
           ("bureau.course", "bureau.leakage", "bureau.poisoning", "bureau.bench",
-           "bureau.__main__", "bureau")),
+           "bureau.peers", "bureau.mcp_server", "bureau.__main__", "bureau")),
 )
 """The layer order, lowest first. A module may import its own floor and the floors below; only
 the inner floors may reach the gateway and the ledger (a lab goes through Bureau/Case)."""

@@ -476,6 +476,71 @@ def test_no_library_reports_home(offline_run):
     assert "microsoft" not in trace.lower()
 
 
+def _remote_connects(trace: str) -> list[str]:
+    """The traced connect/sendto calls to an internet address other than loopback (a DNS query
+    is one: a sendto or connect to port 53). Unix sockets (seekdb's, nscd's) are local."""
+    out = []
+    for line in trace.splitlines():
+        if "sa_family=AF_INET" not in line:
+            continue
+        if 'inet_addr("127.' in line or '"::1"' in line or '"::ffff:127.' in line:
+            continue
+        out.append(line)
+    return out
+
+
+def _strace(args: list[str], trace: Path, cwd: Path, env: dict[str, str],
+            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    return subprocess.run(["strace", "-f", "-qq", "-s", "256", "-e",
+                           "trace=connect,sendto,sendmmsg", "-o", str(trace), *args],
+                          cwd=cwd, env=full_env, text=True, capture_output=True, timeout=timeout)
+
+
+def test_the_bureau_opens_no_network_connection(offline_run):
+    if offline_run["trace"] is None:
+        pytest.skip("strace is not available: connections cannot be observed")
+    assert _remote_connects(offline_run["trace"]) == []
+
+
+def test_the_connection_check_sees_a_connection(tmp_path):
+    """The check above is not vacuous: an attempt to reach a documentation address shows."""
+    if not _strace_works():
+        pytest.skip("strace is not available: connections cannot be observed")
+    trace = tmp_path / "trace.txt"
+    code = ("import socket; s = socket.socket(); s.settimeout(0.2); "
+            "s.connect_ex(('192.0.2.1', 9))")
+    _strace([sys.executable, "-c", code], trace, tmp_path, {})
+    assert len(_remote_connects(trace.read_text())) == 1
+
+
+def test_the_peers_bench_opens_no_network_connection(tmp_path):
+    """mem0 and LangGraph run offline in the peers bench (issue 23): no connection leaves the
+    machine (mem0's PostHog telemetry included), and mem0 writes nothing under HOME (it keeps
+    its folder in ~/.mem0 unless told otherwise; matplotlib's cache is not ours to judge)."""
+    import importlib.util
+
+    if not _strace_works():
+        pytest.skip("strace is not available: connections cannot be observed")
+    if not (importlib.util.find_spec("mem0") and importlib.util.find_spec("langgraph")):
+        pytest.skip("the peers extra is not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    trace = tmp_path / "trace.txt"
+    proc = _strace([sys.executable, "-m", "bureau", "peers", "--sizes", "30", "--max-probes",
+                    "30", "--dataset", str(REPO / "data" / "magpie_mini"), "--out",
+                    str(tmp_path / "out"), "--data-dir", str(tmp_path / "store")],
+                   trace, tmp_path, {"HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "mem0, user + agent" in proc.stdout and "LangGraph store" in proc.stdout
+    text = trace.read_text(errors="replace")
+    assert "connect(" in text  # the trace worked (seekdb's Unix socket at least)
+    assert _remote_connects(text) == []
+    assert "posthog" not in text.lower()
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    assert not [p for p in written if "mem0" in p or "qdrant" in p], written
+
+
 def test_the_data_directory_and_the_bureaus_files_are_owner_only(offline_run):
     modes = offline_run["modes"]
     folders = {k: v for k, v in modes.items() if k in ("data_dir", "logs", "seekdb", "cases")}
