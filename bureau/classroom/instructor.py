@@ -146,4 +146,23 @@ def room_view(directory: str | Path, poll_seconds: float = 5.0) -> Any:
     return view
 
 
-__all__ = ["room", "room_html", "room_view"]
+NO_ROOM = ('<div class="bureau-root bureau-instructor bureau-muted">No classroom given: serve this '
+           "page with BUREAU_CLASSROOM_DIR set to the classroom folder (`make instructor`).</div>")
+
+
+def room_page(directory: str | Path | None, poll_seconds: float = 5.0) -> Any:
+    """What notebooks/instructor.ipynb shows: the room, or why there is none."""
+    import ipywidgets as W
+
+    from ..errors import ClassroomError
+
+    if directory is None:
+        return W.HTML(NO_ROOM)
+    try:
+        return room_view(directory, poll_seconds)
+    except ClassroomError as exc:
+        return W.HTML(f'<div class="bureau-root bureau-instructor bureau-muted">'
+                      f"{html.escape(str(exc))}</div>")
+
+
+__all__ = ["room", "room_html", "room_page", "room_view"]
