@@ -101,6 +101,11 @@ def room(directory: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+STYLE = (".bureau-instructor-table{border-collapse:collapse}"
+         ".bureau-instructor-table th,.bureau-instructor-table td{padding:4px 12px;"
+         "border-bottom:1px solid #ddd;text-align:left}")
+
+
 def room_html(rows: list[dict[str, Any]]) -> str:
     """The table the instructor's page shows (every learner-written string escaped)."""
     e = html.escape
@@ -123,7 +128,8 @@ def room_html(rows: list[dict[str, Any]]) -> str:
             f'<td class="case">{e(r["case"] or "—")}</td><td class="roles">{roles}</td>'
             f'<td class="board">{int(r["board"])}</td><td class="events">{int(r["events"])}</td>'
             "</tr>")
-    return (f'<div class="bureau-root bureau-instructor"><h3>The room: {len(rows)} learners</h3>'
+    return (f'<div class="bureau-root bureau-instructor"><style>{STYLE}</style>'
+            f"<h3>The room: {len(rows)} learners</h3>"
             f'<table class="bureau-instructor-table">{head}{"".join(body)}</table></div>')
 
 

@@ -184,6 +184,7 @@ def child_main(argv: list[str]) -> None:
             solo.append((time.perf_counter() - t0) * 1000)
         _write(sync / "solo-result.json", {"solo_ms": solo})
     _wait(sync / "go", deadline)
+    cpu_at_go = _cpu_s()
     stop_at = time.time() + opts["duration"]
     n = 0
     whispered: list[str] = []
@@ -228,7 +229,15 @@ def child_main(argv: list[str]) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"learner": me, "latency_ms": lat, "errors": errors, "probes": probes,
                       "cross_tenant_reads": cross, "peak_rss_mb": round(peak, 1),
-                      "actions": n}))
+                      "actions": n, "room_cpu_s": round(_cpu_s() - cpu_at_go, 2)}))
+
+
+def _cpu_s() -> float:
+    """CPU seconds this process used so far (user + system)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 # -- the coordinator -----------------------------------------------------------------------------
@@ -263,6 +272,9 @@ def format_table(report: dict[str, Any]) -> str:
         f"server RSS max {s['server_rss_mb']['max']} MB (start {s['server_rss_mb']['start']} MB);"
         f" learner peak RSS median {s['client_rss_mb']['median']} MB, max "
         f"{s['client_rss_mb']['max']} MB",
+        f"CPU seconds in the room phase: server {s['room_cpu_s']['server']}, learners "
+        f"{s['room_cpu_s']['learners']} (wall clock {s['duration_s']:.0f} s, "
+        f"{os.cpu_count()} cores)",
         f"load average during the run: {s['loadavg']}",
         "TARGETS MET" if s["targets_met"] else "TARGETS MISSED",
     ]
@@ -276,7 +288,7 @@ def _tail(logs: Path, proc: subprocess.Popen[str], procs: list[subprocess.Popen[
 
 def run(args: argparse.Namespace) -> int:
     from . import tenants
-    from .server import rss_mb
+    from .server import cpu_s, rss_mb
 
     if args.learners < 1:
         raise SystemExit("--learners must be at least 1")
@@ -333,12 +345,15 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         solo = json.loads((sync / "solo-result.json").read_text())["solo_ms"]
         load_before = os.getloadavg()
+        server_cpu_before = cpu_s(roster.pid) if roster.pid is not None else None
         (sync / "go").touch()
         print(f"room phase: {args.duration:.0f} s", file=sys.stderr, flush=True)
         while any(p.poll() is None for p in procs):
             sample()
             time.sleep(1)
         load_after = os.getloadavg()
+        server_cpu = (None if server_cpu_before is None or roster.pid is None
+                      else round(cpu_s(roster.pid) - server_cpu_before, 1))
         results, failed = [], []
         for p in procs:
             out, _ = p.communicate()
@@ -362,6 +377,8 @@ def run(args: argparse.Namespace) -> int:
             "server_rss_mb": {"start": start_rss, "max": max(server_rss, default=None)},
             "client_rss_mb": {"median": statistics.median(peaks) if peaks else None,
                               "max": max(peaks, default=None)},
+            "room_cpu_s": {"server": server_cpu,
+                           "learners": round(sum(r.get("room_cpu_s", 0) for r in results), 1)},
             "loadavg": {"before_room": [round(x, 2) for x in load_before],
                         "after_room": [round(x, 2) for x in load_after]},
         })

@@ -127,5 +127,11 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-__all__ = ["LOOPBACK", "admin_connect", "free_port", "new_password", "rss_mb", "server_running",
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+__all__ = ["LOOPBACK", "admin_connect", "cpu_s", "free_port", "new_password", "rss_mb", "server_running",
            "start_server", "stop_server"]
