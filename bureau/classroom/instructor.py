@@ -2,7 +2,7 @@
 
 Read with the classroom's administrative account from each learner's tenant: their progress
 record (:mod:`bureau.classroom.progress`: checks passed, quiz answers right, per lesson) and the
-outward stage counts of their most recent case (cards per role, board copies, events), the same
+outward stage counts of their current case (the one with the latest event; cards per role, board copies, events), the same
 counts the projector's stage shows. Never a card's text, a question, an answer, a prediction or
 a quiz choice: the queries below select ids, kinds, flags and counts, and nothing else.
 
@@ -60,8 +60,12 @@ def _stage(cur: Any, database: str) -> dict[str, Any]:
     cur.execute(f"SHOW TABLES FROM `{database}` LIKE 'bureau_cases'")
     if not cur.fetchall():
         return {"case": None, "roles": {}, "board": 0, "events": 0}
-    cur.execute(f"SELECT case_id, token, epoch FROM `{database}`.bureau_cases "
-                "ORDER BY created_at DESC, case_id DESC LIMIT 1")
+    # The current case: the one with the latest event (what the learner touched last; the
+    # stage follows it the same way), else the newest created.
+    cur.execute(f"SELECT c.case_id, c.token, c.epoch FROM `{database}`.bureau_cases c "
+                f"LEFT JOIN (SELECT case_id, MAX(seq) AS last FROM `{database}`.bureau_events "
+                "GROUP BY case_id) e ON e.case_id = c.case_id "
+                "ORDER BY e.last IS NULL, e.last DESC, c.created_at DESC, c.case_id DESC LIMIT 1")
     row = cur.fetchone()
     if row is None:
         return {"case": None, "roles": {}, "board": 0, "events": 0}
