@@ -17,7 +17,7 @@ LOCK := requirements.lock
 # the peers bench (the package itself needs none of them).
 EXTRAS := test,ui,site,classroom,mcp,peers
 
-.PHONY: venv lab stage site test check lint demo bench lock
+.PHONY: venv lab stage instructor site test check lint demo bench lock
 
 venv: $(STAMP)
 
@@ -34,8 +34,11 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (bureau)" >/dev/null
 	touch $(STAMP)
 
+# A learner in a classroom: BUREAU_CLASSROOM=<their connection file> make lab (the environment,
+# and so the variable, passes through to every kernel; a relative path is made absolute first, since
+# the kernels run in notebooks/).
 lab: venv
-	cd notebooks && ../$(PY) -m jupyterlab --ServerApp.open_browser=True --ServerApp.allow_root=True 00_welcome.ipynb
+	cd notebooks && $(if $(BUREAU_CLASSROOM),BUREAU_CLASSROOM=$(abspath $(BUREAU_CLASSROOM))) ../$(PY) -m jupyterlab --ServerApp.open_browser=True --ServerApp.allow_root=True 00_welcome.ipynb
 
 # Serve only the stage view, for a classroom projector (http://127.0.0.1:8866/).
 stage: venv
@@ -45,6 +48,12 @@ stage: venv
 # rendered with its outputs, figures and widget pictures; offline, and checked for machine paths.
 site: venv
 	$(PY) tools/sitebuild.py build
+
+# The instructor's view of a classroom (http://127.0.0.1:8867/): one row per learner, numbers only.
+# BUREAU_CLASSROOM_DIR=<the folder of `python -m bureau classroom start --dir ...`> make instructor
+instructor: venv
+	@test -n "$$BUREAU_CLASSROOM_DIR" || { echo "set BUREAU_CLASSROOM_DIR to the classroom folder"; exit 2; }
+	$(PY) -m voila notebooks/instructor.ipynb --port=8867 --Voila.ip=127.0.0.1 --no-browser
 
 test: venv
 	bash tests/run_all.sh $(PY)

@@ -1,5 +1,5 @@
 """Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning``, ``peers``,
-``mcp`` and ``repair``."""
+``mcp``, ``classroom`` and ``repair``."""
 
 from __future__ import annotations
 
@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
 
     peers_arguments(sub.add_parser(
         "peers", help="the same work through the bureau, mem0 and LangGraph's store"))
+    from .classroom.cli import add_arguments as classroom_arguments
+
+    classroom_arguments(sub.add_parser(
+        "classroom", help="a classroom on one server: start, add/reset/remove learners, loadtest"))
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -57,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
                      help="delete the cards of namespaces that stay unknown")
     args = parser.parse_args(argv)
     try:
+        if args.command == "classroom":
+            from .classroom.cli import run as run_classroom
+
+            return run_classroom(args)
         if args.command == "repair":
             from .service.repair import repair
             from .settings import Settings
