@@ -1,4 +1,5 @@
-"""Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning`` and ``repair``."""
+"""Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning``, ``repair``
+and ``classroom``."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 
     poisoning_arguments(sub.add_parser(
         "poisoning", help="memory-poisoning lab: poisoned tool output vs trust tiers, at retrieval"))
+    from .classroom.cli import add_arguments as classroom_arguments
+
+    classroom_arguments(sub.add_parser(
+        "classroom", help="a classroom on one server: start, add/reset/remove learners, loadtest"))
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -49,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
                      help="delete the cards of namespaces that stay unknown")
     args = parser.parse_args(argv)
     try:
+        if args.command == "classroom":
+            from .classroom.cli import run as run_classroom
+
+            return run_classroom(args)
         if args.command == "repair":
             from .service.repair import repair
             from .settings import Settings

@@ -280,3 +280,13 @@ class QuotaExceededError(BureauError):
         super().__init__(message, hint)
         self.retry_after_s = retry_after_s
         """Seconds until the next call may pass (``None``: not a rate, a fixed cap)."""
+
+
+class ClassroomError(ConfigurationError):
+    """A classroom command or connection file that cannot work (``bureau.classroom``)."""
+
+
+class TenantAccessError(ClassroomError):
+    """A learner's account cannot log in to its tenant: a wrong password (a connection file
+    from before a reset), or a learner the instructor removed. The message names the learner,
+    never the password."""

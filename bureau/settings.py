@@ -277,6 +277,11 @@ class Settings:
     """The audit key file (HMAC key of the audit chain and the state rows; its anchor lies
     beside it). ``None``: ``audit.key`` in the data directory. Instances sharing a server store
     must name one key (``BUREAU_AUDIT_KEY``)."""
+    classroom: Path | None = None
+    """A learner's classroom connection file (``BUREAU_CLASSROOM``, see
+    :mod:`bureau.classroom`): the store, the ledger, the snapshots and the progress record then
+    live in that learner's tenant on the classroom's server, and ``store``/``server`` are taken
+    from the file. The data directory keeps the logs and the learner's own audit key."""
     quotas: Quotas = field(default_factory=Quotas)
     """Per-principal limits (consults and audit entries per minute, scope writes, run tool
     output, inbox length): see :mod:`bureau.quotas`."""
@@ -284,6 +289,8 @@ class Settings:
     def __post_init__(self) -> None:
         """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
         _set(self, "data_dir", _data_dir(self.data_dir, "data_dir"))
+        if self.classroom is not None:
+            self._join_classroom()
         _choice(self.store, STORES, "store")
         if not isinstance(self.server, ServerSettings):
             raise ConfigurationError(f"server must be a ServerSettings, not {self.server!r}.")
@@ -319,6 +326,21 @@ class Settings:
             raise ConfigurationError(
                 "responder='llm' needs llm=LLMSettings(...).", "Or keep the offline evidence mode."
             )
+
+    def _join_classroom(self) -> None:
+        """Point the store at the learner's tenant the connection file names (read and
+        checked here, before anything opens: a loose or foreign file is refused)."""
+        from .classroom.connection import read_connection
+
+        if not isinstance(self.classroom, str | os.PathLike):
+            raise ConfigurationError(f"classroom must be a connection file path, not "
+                                     f"{self.classroom!r}.")
+        path = Path(os.path.abspath(os.path.expanduser(os.fspath(self.classroom))))
+        conn = read_connection(path)
+        _set(self, "classroom", path)
+        _set(self, "store", "server")
+        _set(self, "server", ServerSettings(host=conn.host, port=conn.port, user=conn.user,
+                                            password=conn.password, db_name=conn.database))
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -356,6 +378,8 @@ class Settings:
                               "BUREAU_LLM_BASE_URL"),
                 api_key_env=os.environ.get("BUREAU_LLM_KEY_ENV", "OPENAI_API_KEY"),
             )
+        if v := os.environ.get("BUREAU_CLASSROOM"):
+            env["classroom"] = v
         if v := os.environ.get("BUREAU_AUDIT_KEY"):
             env["audit_key"] = _key_file(v, "BUREAU_AUDIT_KEY")
         if v := os.environ.get("BUREAU_POLICY"):

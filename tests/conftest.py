@@ -29,8 +29,9 @@ os.environ.pop("BUREAU_SEEKDB_HOST", None)
 # A test needs the store or the model when a fixture it uses does, or when its own code (or a
 # helper or fixture of the test suite it calls) opens one: read from the source, so no test file
 # carries these marks by hand. `make check` runs what needs neither.
-STORAGE_FIXTURES = {"bureau", "case", "seekdb_server"}
-"""Open the session's embedded store (``bureau``, and ``case`` through it) or a seekdb server."""
+STORAGE_FIXTURES = {"bureau", "case", "seekdb_server", "classroom"}
+"""Open the session's embedded store (``bureau``, and ``case`` through it) or a seekdb server
+(``classroom``: one started by ``python -m bureau classroom start``)."""
 MODEL_FIXTURES = {"bureau", "case", "encoder"}
 """The session's Bureau embeds with MiniLM (the default embedder); ``encoder`` loads it."""
 _CHILD_STORES = r"\b(Bureau\.open|run_python|finish|execute_notebook)\s*\(|\"-m\",\s*\"bureau\b"

@@ -2,8 +2,9 @@
 and the predictions written before a reveal (issue 21 §4).
 
 Kept in the learner's own data directory (``progress.sqlite3``, beside the ledger; the directory
-is owner-only), so it survives a kernel restart and a ``make lab`` the next day, and a classroom
-tenant can hold it later without the lessons changing. Only the learner's own notebook writes
+is owner-only), so it survives a kernel restart and a ``make lab`` the next day. In a classroom
+(``BUREAU_CLASSROOM``) it lives in the learner's tenant instead (:mod:`bureau.classroom.progress`),
+where the instructor's page reads it; the lessons pass the data directory either way. Only the learner's own notebook writes
 it; it holds exercise and question ids, right or wrong, and the learner's own prediction text,
 never a card or a question put to the bureau.
 
@@ -19,6 +20,8 @@ from contextlib import closing
 from pathlib import Path
 
 import pandas as pd
+
+from ..classroom import progress as tenant_progress
 
 FILE = "progress.sqlite3"
 KINDS = ("check", "quiz", "prediction")
@@ -58,12 +61,20 @@ def record(data_dir: str | Path, kind: str, item: str, ok: bool | None,
     convenience, and a lesson must still run top to bottom without it."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    row = (lesson_of(item), kind, item, None if ok is None else int(bool(ok)),
+           None if detail is None else str(detail)[:MAX_DETAIL])
+    server = tenant_progress.tenant_for(data_dir)
+    if server is not None:
+        try:
+            tenant_progress.record(server, row)
+        except Exception:  # noqa: BLE001 - pymysql errors; progress must never break a lesson
+            pass
+        return
     try:
         with closing(_connect(data_dir)) as conn, conn:
             conn.execute(
                 "INSERT INTO progress (lesson, kind, item, ok, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (lesson_of(item), kind, item, None if ok is None else int(bool(ok)),
-                 None if detail is None else str(detail)[:MAX_DETAIL], time.time()))
+                (*row, time.time()))
     except (sqlite3.Error, OSError):
         pass
 
@@ -72,16 +83,31 @@ def attempts(data_dir: str | Path) -> pd.DataFrame:
     """Every attempt, oldest first (columns ``lesson, kind, item, ok, detail, at``)."""
     path = progress_path(data_dir)
     cols = ["lesson", "kind", "item", "ok", "detail", "at"]
+    server = tenant_progress.tenant_for(data_dir)
+    if server is not None:
+        return frame(tenant_progress.rows(server))
     if not path.exists():
         return pd.DataFrame(columns=cols)
     with closing(sqlite3.connect(path, timeout=10)) as conn:
         return pd.read_sql_query(f"SELECT {', '.join(cols)} FROM progress ORDER BY seq", conn)
 
 
+def frame(rows: list[tuple[object, ...]]) -> pd.DataFrame:
+    """Attempts as :func:`attempts` returns them, from rows of (lesson, kind, item, ok, detail,
+    at)."""
+    df = pd.DataFrame(rows, columns=["lesson", "kind", "item", "ok", "detail", "at"])
+    df["ok"] = df["ok"].astype("float").astype("Int64")
+    return df
+
+
 def progress_table(data_dir: str | Path, lessons: list[str] | None = None) -> pd.DataFrame:
     """One row per lesson: exercise checks passed, quiz questions right (latest answer per
     question), predictions written. ``lessons``: the rows to show even when empty."""
-    df = attempts(data_dir)
+    return summarise(attempts(data_dir), lessons)
+
+
+def summarise(df: pd.DataFrame, lessons: list[str] | None = None) -> pd.DataFrame:
+    """:func:`progress_table` of attempts already read (the instructor's page reads a tenant's)."""
     rows = []
     names = lessons or sorted(set(df["lesson"]))
     for lesson in names:
@@ -100,4 +126,5 @@ def progress_table(data_dir: str | Path, lessons: list[str] | None = None) -> pd
                                        "quiz right", "quiz answered", "predictions"])
 
 
-__all__ = ["FILE", "attempts", "lesson_of", "progress_path", "progress_table", "record"]
+__all__ = ["FILE", "attempts", "frame", "lesson_of", "progress_path", "progress_table", "record",
+           "summarise"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pymysql
 import pymysql.cursors
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, TenantAccessError
 from ..settings import ServerSettings, default_data_dir
 from .base import BaseLedger
 from .connection import Connection, Tx
@@ -157,6 +157,38 @@ class ServerLedger(BaseLedger):
         self.snapshots = SnapshotStore(connection)
         super().__init__(connection, AuditKeys(key_path or default_data_dir() / KEY_FILE),
                          case_rows=(self.snapshots,))
+
+
+_LOGIN_REFUSED = {1045, 1044}
+"""Access denied: a wrong password or an unknown account (1045), or no rights on the database
+(1044)."""
+
+
+def check_login(server: ServerSettings, learner: str, connect_timeout: float = 10.0) -> None:
+    """Log in to a classroom tenant once, before anything opens, so a wrong password or a
+    removed learner is one clear :class:`TenantAccessError` instead of a PowerMem stack trace.
+
+    The message names the learner, the server and the database, never the password (the
+    server's own wording is not passed on: it names the client's address, not the learner).
+    """
+    try:
+        pymysql.connect(host=server.host, port=int(server.port), user=server.user,
+                        password=server.password, database=server.db_name,
+                        connect_timeout=connect_timeout).close()
+    except pymysql.err.OperationalError as exc:
+        code = exc.args[0] if exc.args else None
+        where = f"{server.host}:{server.port}"
+        if code in _LOGIN_REFUSED:
+            raise TenantAccessError(
+                f"Learner {learner!r} cannot log in to the classroom server {where} "
+                f"(database {server.db_name}): the password is not the current one, or the "
+                "learner was removed.",
+                "Ask the instructor for a new connection file (`python -m bureau classroom "
+                "reset` issues one) and point BUREAU_CLASSROOM at it.") from None
+        raise ConfigurationError(
+            f"Cannot reach the classroom server {where} (MySQL error {code}).",
+            "Check that the instructor's server is running and that host and port are right.",
+        ) from None
 
 
 def _rollback(conn: pymysql.connections.Connection) -> None:

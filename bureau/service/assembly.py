@@ -20,7 +20,7 @@ from ..storage.gateway import MemoryGateway
 
 STORE_FIELDS = frozenset({
     "data_dir", "store", "server", "collection", "embedder", "embedding_model",
-    "embedding_dims", "embedding_base_url", "embedding_api_key_env", "audit_key",
+    "embedding_dims", "embedding_base_url", "embedding_api_key_env", "audit_key", "classroom",
 })
 """Settings fixed for the life of a process: PowerMem keeps one store (and one vector space)."""
 
@@ -93,10 +93,22 @@ def build_mediator(settings: Settings) -> Mediator:
     return PolicyMediator(load_policy(settings.mediation_policy))
 
 
+def join_tenant(settings: Settings) -> None:
+    """A learner's tenant: log in once (a clear error for a wrong password or a removed
+    learner), then keep this data directory's progress record in the tenant too."""
+    from ..classroom.progress import register_tenant
+    from ..ledger.server import check_login
+
+    check_login(settings.server, settings.server.user.removeprefix("learner_"))
+    register_tenant(settings.data_dir, settings.server)
+
+
 def assemble(
     settings: Settings, responder: Responder | None = None, mediator: Mediator | None = None
 ) -> Parts:
     mediator = mediator or build_mediator(settings)  # a bad policy fails before the store opens
+    if settings.classroom is not None:
+        join_tenant(settings)  # a refused login fails before the store opens, too
     return Parts(
         settings=settings,
         gateway=build_gateway(settings),

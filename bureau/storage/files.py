@@ -125,3 +125,20 @@ def silence_seekdb_telemetry(seekdb_dir: Path) -> None:
     state["sent"] = True
     private_dir(seekdb_dir)
     write_private(path, json.dumps(state))
+
+
+def seekdb_server_binary() -> Path:
+    """The seekdb server binary the pylibseekdb wheel ships (the classroom's server).
+
+    Located, not imported: importing pylibseekdb would start nothing, but the wheel is the
+    storage layer's business, so its path is found here."""
+    import importlib.util
+
+    from ..errors import ConfigurationError
+
+    spec = importlib.util.find_spec("pylibseekdb")
+    path = Path(spec.origin).parent / "seekdb" if spec is not None and spec.origin else None
+    if path is None or not path.is_file() or not os.access(path, os.X_OK):
+        raise ConfigurationError("The seekdb server binary of the pylibseekdb wheel is missing.",
+                                 "Run `make venv` (pylibseekdb ships it on Linux).")
+    return path

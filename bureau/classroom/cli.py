@@ -1,0 +1,95 @@
+"""``python -m bureau classroom ...``: the instructor's commands.
+
+    python -m bureau classroom start --dir ~/classroom [--port 2881] [--learner-host HOST]
+    python -m bureau classroom use --dir D --host H --port P --admin-user U   # password: $BUREAU_CLASSROOM_ADMIN_PASSWORD
+    python -m bureau classroom add --dir D alice bob carol    # prints each connection file's path
+    python -m bureau classroom reset --dir D alice [--keep-data]
+    python -m bureau classroom remove --dir D alice
+    python -m bureau classroom status --dir D
+    python -m bureau classroom teardown --dir D
+    python -m bureau classroom loadtest --learners 30 [--duration 180]
+
+Nothing printed holds a password: the commands print paths, names and ports. ``--dir`` defaults
+to ``$BUREAU_CLASSROOM_DIR``. Module-level imports stay light (``bureau.__main__`` builds its
+parser from :func:`add_arguments`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+
+def _dir_argument(p: argparse.ArgumentParser) -> None:
+    default = os.environ.get("BUREAU_CLASSROOM_DIR")
+    p.add_argument("--dir", type=Path, default=Path(default) if default else None,
+                   required=default is None,
+                   help="the classroom folder (roster, connection files, server data); "
+                        "default $BUREAU_CLASSROOM_DIR")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    sub = p.add_subparsers(dest="action", required=True)
+    s = sub.add_parser("start", help="start a seekdb server for a new classroom")
+    _dir_argument(s)
+    s.add_argument("--port", type=int, default=None, help="default: a free port")
+    s.add_argument("--learner-host", default="127.0.0.1",
+                   help="the host written into connection files (default 127.0.0.1)")
+    u = sub.add_parser("use", help="a classroom on a server that already runs")
+    _dir_argument(u)
+    u.add_argument("--host", required=True)
+    u.add_argument("--port", type=int, required=True)
+    u.add_argument("--admin-user", default="root")
+    u.add_argument("--learner-host", default=None)
+    for name, helptext in (("add", "create learners' tenants and connection files"),
+                           ("reset", "new password (and an empty tenant unless --keep-data)"),
+                           ("remove", "drop learners' accounts and databases")):
+        a = sub.add_parser(name, help=helptext)
+        _dir_argument(a)
+        a.add_argument("learners", nargs="+")
+        if name == "reset":
+            a.add_argument("--keep-data", action="store_true")
+    for name, helptext in (("status", "the server and the learners (no password)"),
+                           ("teardown", "remove every learner, stop the server, delete the folder")):
+        _dir_argument(sub.add_parser(name, help=helptext))
+    from .loadtest import add_arguments as loadtest_arguments
+
+    loadtest_arguments(sub.add_parser("loadtest", help="a simulated workshop on loopback"))
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from . import tenants
+
+    action = args.action
+    if action == "loadtest":
+        from .loadtest import run as run_loadtest
+
+        return run_loadtest(args)
+    if action == "start":
+        roster = tenants.start(args.dir, args.port, args.learner_host)
+        print(f"classroom server started on 127.0.0.1:{roster.port} (pid {roster.pid}); "
+              f"roster {roster.directory / tenants.ROSTER}")
+    elif action == "use":
+        password = os.environ.get("BUREAU_CLASSROOM_ADMIN_PASSWORD", "")
+        roster = tenants.use(args.dir, args.host, args.port, args.admin_user, password,
+                             args.learner_host)
+        print(f"classroom on {roster.host}:{roster.port}; roster {roster.directory / tenants.ROSTER}")
+    elif action == "add":
+        for learner in args.learners:
+            print(f"{learner}: {tenants.add(args.dir, learner)}")
+    elif action == "reset":
+        for learner in args.learners:
+            print(f"{learner}: {tenants.reset(args.dir, learner, args.keep_data)} (new password)")
+    elif action == "remove":
+        for learner in args.learners:
+            tenants.remove(args.dir, learner)
+            print(f"{learner}: removed")
+    elif action == "status":
+        print(json.dumps(tenants.status(args.dir), indent=2))
+    elif action == "teardown":
+        tenants.teardown(args.dir)
+        print(f"classroom in {args.dir} torn down")
+    return 0

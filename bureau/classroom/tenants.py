@@ -1,0 +1,268 @@
+"""One tenant per learner: a database and an account with rights on that database only.
+
+Isolation between learners is the database engine's: ``CREATE USER ... IDENTIFIED BY`` and
+``GRANT ALL PRIVILEGES ON learner_x.* TO learner_x``, nothing in the bureau's code. Measured on
+the wheel's seekdb (1.4): a learner's account gets ``SELECT command denied`` on another
+learner's tables, ``SHOW DATABASES`` lists only its own, ``USE``/``CREATE DATABASE`` elsewhere
+are refused, and the account may log in as ``learner_x`` (or ``learner_x@sys``, the one tenant
+of a seekdb server; ``@test`` is refused). The bureau names it ``learner_x``.
+
+The classroom folder (owner-only, the instructor's) holds:
+
+* ``roster.json`` (0600): the server (host, port, the administrative account and its password,
+  and the PID of a server this classroom started) and the learners' names. No learner password.
+* ``learners/<name>.json`` (0600): one connection file per learner, the only copy of that
+  learner's password; hand it to that learner alone. ``reset`` issues a new one.
+* ``server/``: the data of a server the classroom started.
+
+Passwords never reach a log, an event, an error message or the standard output: commands print
+paths, and a server error is reported by its code and wording with any password cut out.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pymysql
+
+from ..errors import ClassroomError
+from ..storage.files import private_dir, write_private
+from . import server as srv
+from .connection import TenantConnection, check_learner, read_connection, tenant_name
+from .server import LOOPBACK
+
+ROSTER = "roster.json"
+FORMAT = "bureau-classroom-roster/1"
+
+
+@dataclass
+class Roster:
+    """The instructor's record of a classroom (``roster.json``). The password stays out of
+    ``repr``."""
+
+    directory: Path
+    host: str
+    port: int
+    admin_user: str
+    admin_password: str = field(repr=False)
+    learner_host: str = LOOPBACK
+    """The host written into learners' connection files (the machine's address on the room's
+    network when learners connect from their own laptops)."""
+    pid: int | None = None
+    """The server this classroom started (``None``: a server it only uses)."""
+    learners: list[str] = field(default_factory=list)
+
+    @property
+    def server_dir(self) -> Path:
+        return self.directory / "server"
+
+    def connection_file(self, learner: str) -> Path:
+        return self.directory / "learners" / f"{check_learner(learner)}.json"
+
+    def save(self) -> None:
+        write_private(self.directory / ROSTER, json.dumps({
+            "format": FORMAT, "host": self.host, "port": self.port,
+            "admin_user": self.admin_user, "admin_password": self.admin_password,
+            "learner_host": self.learner_host, "pid": self.pid,
+            "learners": sorted(self.learners)}, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Roster:
+        directory = Path(directory).absolute()
+        path = directory / ROSTER
+        try:
+            if path.stat().st_mode & 0o077:
+                raise ClassroomError(f"The roster {path} may be read by others.",
+                                     f"It holds the server's administrative password: "
+                                     f"`chmod 600 {path}`.")
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ClassroomError(f"No classroom in {directory} (no {ROSTER}).",
+                                 "Start one: `python -m bureau classroom start --dir DIR` "
+                                 "(or `use` for a server that already runs).") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ClassroomError(f"The roster {path} cannot be read ({type(exc).__name__}).") \
+                from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ClassroomError(f"{path} is not a classroom roster.")
+        return cls(directory, data["host"], int(data["port"]), data["admin_user"],
+                   data["admin_password"], data.get("learner_host", LOOPBACK), data.get("pid"),
+                   list(data.get("learners", [])))
+
+    @contextmanager
+    def admin(self) -> Iterator[Any]:
+        """A cursor of the administrative account; server errors come out as ClassroomError
+        with any password of this classroom cut out of the wording."""
+        try:
+            conn = srv.admin_connect(self.host, self.port, self.admin_user, self.admin_password)
+        except pymysql.err.Error as exc:
+            raise ClassroomError(
+                f"Cannot log in to the classroom server {self.host}:{self.port} as "
+                f"{self.admin_user} ({_scrub(exc, self.admin_password)}).",
+                "Is the server running (`python -m bureau classroom status`)?") from None
+        try:
+            with conn.cursor() as cur:
+                yield cur
+        except pymysql.err.Error as exc:
+            raise ClassroomError(f"The classroom server refused: {_scrub(exc, self.admin_password)}"
+                                 ) from None
+        finally:
+            conn.close()
+
+
+def _scrub(exc: BaseException, *secrets: str) -> str:
+    text = " ".join(str(a) for a in exc.args)
+    for s in secrets:
+        if s:
+            text = text.replace(s, "***")
+    return text
+
+
+# -- the classroom -------------------------------------------------------------------------------
+def start(directory: str | Path, port: int | None = None,
+          learner_host: str = LOOPBACK) -> Roster:
+    """Start a seekdb server for a new classroom in ``directory`` (owner-only)."""
+    directory = private_dir(Path(directory).absolute())
+    if (directory / ROSTER).exists():
+        roster = Roster.load(directory)
+        if roster.pid is not None and srv.server_running(roster.pid, roster.server_dir):
+            raise ClassroomError(f"The classroom in {directory} already runs its server "
+                                 f"(pid {roster.pid}, port {roster.port}).")
+        raise ClassroomError(f"{directory} already holds a classroom whose server is stopped.",
+                             "Tear it down first (`classroom teardown`), or pick another --dir.")
+    pid, port, password = srv.start_server(directory / "server", port)
+    roster = Roster(directory, LOOPBACK, port, "root", password, learner_host, pid)
+    roster.save()
+    return roster
+
+
+def use(directory: str | Path, host: str, port: int, admin_user: str, admin_password: str,
+        learner_host: str | None = None) -> Roster:
+    """A classroom on a server that already runs (an OceanBase cluster, a shared seekdb):
+    the account must be able to create databases and users, and grant."""
+    directory = private_dir(Path(directory).absolute())
+    if (directory / ROSTER).exists():
+        raise ClassroomError(f"{directory} already holds a classroom.")
+    roster = Roster(directory, host, port, admin_user, admin_password, learner_host or host)
+    with roster.admin() as cur:
+        cur.execute("SELECT 1")
+    roster.save()
+    return roster
+
+
+def _kill_sessions(cur: Any, user: str) -> int:
+    """End the learner's open sessions: a dropped account or a changed password does not close
+    a connection that is already logged in."""
+    cur.execute("SHOW PROCESSLIST")
+    ids = [row[0] for row in cur.fetchall() if row[1] == user]
+    for session in ids:
+        try:
+            cur.execute(f"KILL {int(session)}")
+        except pymysql.err.Error:  # ended meanwhile
+            pass
+    return len(ids)
+
+
+def _issue(roster: Roster, learner: str, password: str) -> Path:
+    user = tenant_name(learner)
+    conn = TenantConnection(learner, roster.learner_host, roster.port, user, user, password)
+    path = roster.connection_file(learner)
+    private_dir(path.parent)
+    write_private(path, conn.as_json())
+    return path
+
+
+def add(directory: str | Path, learner: str) -> Path:
+    """Create a learner's tenant; returns the path of their connection file."""
+    roster = Roster.load(directory)
+    user = tenant_name(learner)
+    if learner in roster.learners:
+        raise ClassroomError(f"{learner!r} is already a learner of this classroom.",
+                             "`classroom reset` gives them a new password (and an empty tenant).")
+    password = srv.new_password()
+    with roster.admin() as cur:
+        cur.execute("SELECT user FROM mysql.user WHERE user = %s", (user,))
+        if cur.fetchall():
+            raise ClassroomError(f"The server already has an account {user}.",
+                                 "Pick another learner name, or remove the account first.")
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{user}`")
+        cur.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
+        cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
+    roster.learners.append(learner)
+    roster.save()
+    return _issue(roster, learner, password)
+
+
+def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
+    """A new password (the old connection file stops working at once, open sessions end) and,
+    unless ``keep_data``, an empty tenant. Returns the new connection file's path."""
+    roster = Roster.load(directory)
+    user = _known(roster, learner)
+    password = srv.new_password()
+    with roster.admin() as cur:
+        cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
+        _kill_sessions(cur, user)
+        if not keep_data:
+            cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
+            cur.execute(f"CREATE DATABASE `{user}`")
+            cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
+    return _issue(roster, learner, password)
+
+
+def remove(directory: str | Path, learner: str) -> None:
+    """Drop a learner's account and database (their data is gone) and their connection file."""
+    roster = Roster.load(directory)
+    user = _known(roster, learner)
+    with roster.admin() as cur:
+        cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
+        _kill_sessions(cur, user)
+        cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
+    roster.learners.remove(learner)
+    roster.save()
+    roster.connection_file(learner).unlink(missing_ok=True)
+
+
+def _known(roster: Roster, learner: str) -> str:
+    user = tenant_name(learner)
+    if learner not in roster.learners:
+        raise ClassroomError(f"{learner!r} is not a learner of this classroom.",
+                             f"Learners: {', '.join(sorted(roster.learners)) or 'none yet'}.")
+    return user
+
+
+def teardown(directory: str | Path) -> None:
+    """Remove every learner, stop the server this classroom started, delete the folder."""
+    roster = Roster.load(directory)
+    running = roster.pid is not None and srv.server_running(roster.pid, roster.server_dir)
+    if roster.pid is None or running:
+        for learner in list(roster.learners):
+            remove(roster.directory, learner)
+    if running:
+        assert roster.pid is not None
+        srv.stop_server(roster.pid, roster.server_dir)
+    shutil.rmtree(roster.directory, ignore_errors=True)
+
+
+def status(directory: str | Path) -> dict[str, Any]:
+    """What the instructor may print: server, learners, connection files (no password)."""
+    roster = Roster.load(directory)
+    running = (srv.server_running(roster.pid, roster.server_dir) if roster.pid is not None
+               else None)
+    return {"directory": str(roster.directory), "host": roster.host, "port": roster.port,
+            "started_here": roster.pid is not None, "running": running,
+            "learners": {name: str(roster.connection_file(name)) for name in roster.learners}}
+
+
+def connection(directory: str | Path, learner: str) -> TenantConnection:
+    roster = Roster.load(directory)
+    _known(roster, learner)
+    return read_connection(roster.connection_file(learner))
+
+
+__all__ = ["Roster", "add", "connection", "remove", "reset", "start", "status", "teardown", "use"]
