@@ -11,7 +11,7 @@ Everything is read from the environment, so one file serves the CI test and a re
 
 ``BUREAU_HUB_DIR``       the hub's state (database, cookie secret, learners' homes); required
 ``BUREAU_HUB_PORT``      the public port on 127.0.0.1 (default 8000)
-``BUREAU_HUB_ROSTER``    the instructor's roster file (``python -m bureau classroom start``);
+``BUREAU_HUB_CLASSROOM`` the classroom folder (``python -m bureau classroom start --dir``);
                          when set, each learner's tenant is created at first login and the
                          learner's server gets ``BUREAU_CLASSROOM`` pointing at its connection file
 ``BUREAU_HUB_USERS``     comma-separated learner names allowed to log in
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -94,13 +93,15 @@ def provision(spawner) -> None:
         for lesson in sorted(COURSE.glob("*.ipynb")) + sorted(COURSE.glob("*.md")):
             shutil.copy2(lesson, home / lesson.name)
     env = {"BUREAU_DATA_DIR": str(home / ".bureau-data"), "HOME": str(home)}
-    roster = os.environ.get("BUREAU_HUB_ROSTER")
-    if roster:
-        out = subprocess.run(
-            [sys.executable, "-m", "bureau", "classroom", "connection", name, "--roster", roster,
-             "--create"],
-            check=True, capture_output=True, text=True, timeout=120)
-        env["BUREAU_CLASSROOM"] = out.stdout.strip().splitlines()[-1]
+    classroom = os.environ.get("BUREAU_HUB_CLASSROOM")
+    if classroom:
+        from bureau.classroom import tenants
+
+        roster = tenants.Roster.load(classroom)
+        if name in roster.learners:
+            env["BUREAU_CLASSROOM"] = str(roster.connection_file(name))
+        else:
+            env["BUREAU_CLASSROOM"] = str(tenants.add(classroom, name))
     spawner.environment.update(env)
 
 
