@@ -239,3 +239,20 @@ register(Exercise("09-wire-an-agent", "An agent host wired through one handle", 
 __all__ = ["BUREAU_ANSWER", "CAUSES", "CHECKLIST", "PEER_STYLE_TOOLS", "check_wired_agent",
            "checklist", "frameworks", "identity_fields", "owners_seen", "peer_reports",
            "plot_peer_reports"]
+
+
+def role_server(bureau: Any, case: Case, role: str) -> Any:
+    """An MCP stdio transport to ``python -m bureau mcp`` serving one role of ``case``.
+
+    The server process shares this kernel's data directory (the bureau supports several
+    processes on one store). Its log goes to the kernel's own stderr, not the notebook: a
+    notebook's stderr has no file descriptor for the child to inherit.
+    """
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "bureau", "mcp", "--case", case.id, "--role", role],
+        env={"BUREAU_DATA_DIR": str(bureau.settings.data_dir)})
+    return stdio_client(params, errlog=sys.__stderr__)
