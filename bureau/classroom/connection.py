@@ -104,3 +104,17 @@ def read_connection(path: str | os.PathLike[str]) -> TenantConnection:
 
 
 __all__ = ["FORMAT", "TenantConnection", "check_learner", "read_connection", "tenant_name"]
+
+
+def where_memory_lives(classroom: str | os.PathLike[str] | None) -> str:
+    """One sentence for lesson 00: the learner's own tenant, or their own embedded store.
+
+    Names the learner, the database and the server's address, never the password or the
+    connection file's path (a notebook's output may be projected or shared).
+    """
+    if classroom is None:
+        return ("your own embedded store, in this machine's data directory "
+                "(no classroom connection file is set)")
+    conn = read_connection(classroom)
+    return (f"your tenant on the classroom server {conn.host}:{conn.port}: database "
+            f"{conn.database}, readable only by the account {conn.user} (learner {conn.learner})")
