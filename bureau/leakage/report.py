@@ -120,12 +120,15 @@ def write_outputs(
     bench: Benchmark | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     meta: dict[str, Any] | None = None,
+    analyses: Sequence[Analysis] | None = None,
 ) -> dict[str, Path]:
-    """Write every table, the plots and report.md for one or more runs; returns {name: path}."""
+    """Write every table, the plots and report.md for one or more runs; returns {name: path}.
+    ``analyses``: the runs' analyses at ``threshold`` if the caller already has them (the
+    command prints them too; the bootstrap intervals are not worth computing twice)."""
     from bureau.leakage import plots
 
     runs = [results] if isinstance(results, LabResult) else list(results)
-    analyses = [analyse(r, threshold) for r in runs]
+    analyses = list(analyses) if analyses is not None else [analyse(r, threshold) for r in runs]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = summary_dict(analyses, bench, meta)
