@@ -25,6 +25,7 @@ SOURCES = {
     "data/agentsocialbench_mini": ("**/*",),
     "data/poisoning": ("*.yaml", "README.md"),
     "data/injection": ("*.yaml",),
+    "data/leak_judgements": ("*.csv", "README.md"),
 }
 """Repository-root directories and the files of each that ship (must match MANIFEST.in)."""
 

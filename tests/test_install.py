@@ -33,7 +33,7 @@ SHIPPED = sorted(
     [*(f"scenarios/{p.name}" for p in (REPO / "scenarios").glob("*.yaml")), "scenarios/README.md",
      *(f"scenarios/policies/{p.name}" for p in (REPO / "scenarios" / "policies").glob("*.yaml")),
      *(p.relative_to(REPO).as_posix() for mini in ("magpie_mini", "agentsocialbench_mini",
-                                                   "poisoning")
+                                                   "poisoning", "leak_judgements")
        for p in (REPO / "data" / mini).rglob("*")
        if p.is_file())]
 )

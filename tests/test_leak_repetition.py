@@ -104,35 +104,3 @@ def test_agentsocialbench_people_are_read_from_the_files():
     lab = load_lab(REPO / "data" / "agentsocialbench_mini")
     names = known_names(lab)
     assert all(set(s.people) <= set(names[s.scenario_id]) for s in data.scenarios)
-
-
-def test_judged_sample_is_well_formed():
-    from bureau.leakage.repetition import load_judgements
-
-    j = load_judgements()
-    assert list(j.columns) == ["n", "dataset", "item_id", "judgement", "note"]
-    assert len(j) >= 100 and j["item_id"].is_unique
-    assert set(j["judgement"]) <= {0, 1, 2}
-    assert set(j["dataset"]) == {"agentsocialbench", "magpie"}
-    assert (j.loc[j["judgement"] == 2, "note"] != "").all()  # every "discloses" says why
-    assert not {"original", "abstraction", "text"} & set(j.columns)  # ids only, no dataset text
-
-
-def test_judged_checks_by_hand():
-    from bureau.leakage.repetition import judged_checks
-
-    lab = _lab()  # p0 repeats "endometriosis"; p1, p2 only the known first name
-    judged = pd.DataFrame([(0, "hand", "s/p0", 2, "states it"), (1, "hand", "s/p1", 1, "hints"),
-                           (2, "hand", "s/p2", 0, ""), (3, "hand", "s/none", 0, "")],
-                          columns=["n", "dataset", "item_id", "judgement", "note"])
-    got = judged_checks([lab], judged)
-    assert got["judged"] == 3 and got["missing"] == 1
-    assert got["judgements"] == {0: 1, 1: 1, 2: 1}
-    rep = got["term_repetition"]
-    assert rep["flagged"] == 1
-    assert rep["discloses"] == {"precision": 1.0, "recall": 1.0, "true_positives": 1,
-                                "positives": 1}
-    assert rep["discloses_or_hints"]["recall"] == 0.5
-    checker = got["checker"]  # flags the name in all three: one of three discloses
-    assert checker["flagged"] == 3 and checker["discloses"]["precision"] == 1 / 3
-    assert got["checker_without_known_names"]["flagged"] == 0

@@ -62,3 +62,24 @@ def test_one_statement_equals_powermems_search_per_scope(bureau, limit):
     finally:
         for c in cases:
             bureau.delete_case(c.id)
+
+
+def test_a_search_of_empty_scopes_returns_nothing_without_parsing_the_statement(
+        bureau, case, monkeypatch):
+    """A search whose scopes hold no card (a fresh board, a role with no memory) returns an
+    empty list per scope, and never sends the driver down its empty-result path: there
+    pyobvector parses the whole ~20 kB statement with sqlglot to name the columns (~6 ms of
+    Python a search; the leak lab makes hundreds of such searches)."""
+    import pyobvector.client.seekdb_engine as seekdb_engine
+
+    parsed = []
+    monkeypatch.setattr(seekdb_engine, "_description_from_select",
+                        lambda sql: parsed.append(sql) or [])
+    gw = bureau.gateway
+    vector, _ = gw.embed_query(Q)
+    found, _ = gw.search_scopes(case.space, [BOARD, "nobody-here"], vector, 5)
+    assert found == {BOARD: [], "nobody-here": []}
+    full, _ = gw.search_scopes(case.space, ["informant", BOARD], vector, 5)
+    assert full[BOARD] == [] and full["informant"]  # the NULL row is never a card
+    assert all(c.id and c.owner == "informant" for c in full["informant"])
+    assert parsed == []

@@ -146,9 +146,9 @@ def _run(args: argparse.Namespace, started: float) -> int:
         "pipeline": not args.sequential,
         "data_dir": "temporary" if args.data_dir is None else str(args.data_dir),
     }
-    paths = write_outputs(results, args.out, bench, args.threshold, meta)
-    _print([analyse(r, args.threshold) for r in results], bench, paths,
-           time.perf_counter() - started)
+    analyses = [analyse(r, args.threshold) for r in results]
+    paths = write_outputs(results, args.out, bench, args.threshold, meta, analyses)
+    _print(analyses, bench, paths, time.perf_counter() - started)
     return 0
 
 

@@ -140,10 +140,12 @@ def _decisions(case: Any) -> dict[str, list[dict[str, Any]]]:
 def run_mediated(
     case: Any, scenario: LabScenario, vec: dict[str, np.ndarray], origin: Origin, k: int,
     t: Timings,
-) -> list[tuple[Any, ...]]:
+) -> tuple[list[tuple[Any, ...]], int]:
     """Policy e on one case in state b: every requester asks every other agent through its
     own handle, then the exhaustive probe; the decisions are read back from the audit trail.
-    Rows: :data:`DECISION_COLUMNS`."""
+    Returns the rows (:data:`DECISION_COLUMNS`) and the decision entries the case's audit
+    ledger holds, counted on the same read (every one, matched to a request or not: only
+    consults write decisions, so the count is final for the case)."""
     agents = scenario.agents
     # The operator fixes the threshold when it builds a handle; the requester cannot.
     handles = {a.name: case.agent(a.role, threshold=EVERY_CARD) for a in agents}
@@ -181,13 +183,7 @@ def run_mediated(
                    and i.owner != agent.name}
         rows += _rows(stage, scenario, agent, other.name, m, mine, origin, secrets, vec)
     t.mediated_probe += time.perf_counter() - t0
-    return rows
-
-
-def audit_entries(case: Any) -> int:
-    """Decisions the case's audit ledger holds (read back from the ledger, not counted here)."""
-    trail = case.audit(verify=False)
-    return int((trail["kind"] == "decision").sum())
+    return rows, sum(len(entries) for entries in decided.values())
 
 
 def mediated_summary(result: LabResult, threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:

@@ -19,8 +19,8 @@ Two figures per benchmark (:func:`repetition_summary`), over the distinct abstra
 released: the share that repeat at least one content term, and the mean share of the original's
 content terms repeated. Beside them the mediator check's flags with and without the known names.
 Neither is a judgement of harm: "she has a health condition" repeats "health" only if the original
-said it. The hand-judged sample that would give the checks a precision and recall is not part of
-the lab yet (see the report).
+said it. The checks' precision and recall on hand-judged samples are in
+:mod:`bureau.leakage.judged`.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def content_terms(text: str, known: Iterable[str] = ()) -> list[str]:
     """The content terms of ``text`` in order of first appearance: lower-cased words and numbers
     (``1,900`` gives ``1`` and ``900``), less stop words, words under three letters and every
     word of ``known`` (names both sides know)."""
-    skip = {w for name in known for w in _TOKEN.findall(fold(name).lower())}
+    skip = known_words(known)
     out: dict[str, None] = {}
     for token in _TOKEN.findall(fold(text).lower()):
         if token in STOPWORDS or token in skip or (len(token) < 3 and not token.isdigit()):
@@ -122,7 +122,12 @@ def quoted_out(original: str, abstraction: str) -> str:
     return quoted.sub(" ", original)
 
 
-def _is_known(term: str, known_words: set[str]) -> bool:
+def known_words(known: Iterable[str]) -> set[str]:
+    """Every word of the names both sides know, folded and lower-cased."""
+    return {w for name in known for w in _TOKEN.findall(fold(name).lower())}
+
+
+def is_known_term(term: str, known_words: set[str]) -> bool:
     """A checker term made only of known-name words (``ana's`` is Ana's name too)."""
     words = [w for w in _TOKEN.findall(fold(term).lower()) if w != "s"]
     return bool(words) and all(w in known_words for w in words)
@@ -144,12 +149,12 @@ def abstraction_table(result: LabResult) -> pd.DataFrame:
             continue
         known = names.get(r.scenario_id, ())
         original = quoted_out(raw.get(item.item_id, item.text), item.abstraction)
-        skip = {w for n in known for w in _TOKEN.findall(fold(n).lower())}
+        skip = known_words(known)
         checker = leaked_terms(item.text, item.abstraction)
         rows.append((r.scenario_id, item.item_id, item.domain, original, item.abstraction,
                      "; ".join(known), ";".join(repeated_terms(original, item.abstraction, known)),
                      repetition_rate(original, item.abstraction, known), ";".join(checker),
-                     ";".join(t for t in checker if not _is_known(t, skip))))
+                     ";".join(t for t in checker if not is_known_term(t, skip))))
     return pd.DataFrame(rows, columns=["scenario_id", "item_id", "domain", "original",
                                        "abstraction", "known_names", "repeated_terms",
                                        "repetition_rate", "checker_terms",
@@ -175,57 +180,4 @@ def repetition_summary(table: pd.DataFrame) -> dict[str, Any]:
 
     out = figures(table)
     out["by_domain"] = {d: figures(g) for d, g in table.groupby("domain")} if len(table) else {}
-    return out
-
-
-
-JUDGEMENTS = ("data", "leak_judgements", "abstractions.csv")
-"""The hand-judged sample (rubric beside it, ``data/leak_judgements/README.md``)."""
-CHECKS = ("checker", "checker_without_known_names", "term_repetition")
-
-
-def load_judgements() -> pd.DataFrame:
-    """The hand-judged sample: ``n, dataset, item_id, judgement, note`` (ids only)."""
-    from bureau.resources import shipped_path
-
-    return pd.read_csv(shipped_path(*JUDGEMENTS), keep_default_na=False)
-
-
-def judged_checks(labs: Iterable[LabSet], judgements: pd.DataFrame | None = None
-                  ) -> dict[str, Any]:
-    """Each check's precision and recall on the hand-judged sample, against "discloses"
-    (judgement 2) and against "discloses or hints" (1 or 2). ``labs``: the full datasets the
-    sample was drawn from (a judged item missing from them is counted in ``missing``)."""
-    judged = load_judgements() if judgements is None else judgements
-    found: dict[str, tuple[Any, str, tuple[str, ...]]] = {}
-    for lab in labs:
-        names, raw = known_names(lab), raw_texts(lab)
-        for i in lab.items:
-            found[i.item_id] = (i, raw.get(i.item_id, i.text), names.get(i.scenario_id, ()))
-    flags: dict[str, list[bool]] = {c: [] for c in CHECKS}
-    truth: list[int] = []
-    missing = 0
-    for r in judged.itertuples():
-        if r.item_id not in found or not found[r.item_id][0].abstraction:
-            missing += 1
-            continue
-        item, original, known = found[r.item_id]
-        skip = {w for n in known for w in _TOKEN.findall(fold(n).lower())}
-        checker = leaked_terms(item.text, item.abstraction)
-        flags["checker"].append(bool(checker))
-        flags["checker_without_known_names"].append(any(not _is_known(t, skip) for t in checker))
-        flags["term_repetition"].append(
-            bool(repeated_terms(quoted_out(original, item.abstraction), item.abstraction, known)))
-        truth.append(int(r.judgement))
-    out: dict[str, Any] = {"judged": len(truth), "missing": missing,
-                           "judgements": {j: truth.count(j) for j in (0, 1, 2)}}
-    for name, flagged in flags.items():
-        row = {"flagged": sum(flagged)}
-        for label, positive in (("discloses", {2}), ("discloses_or_hints", {1, 2})):
-            pos = [t in positive for t in truth]
-            tp = sum(f and p for f, p in zip(flagged, pos, strict=True))
-            row[label] = {"precision": tp / sum(flagged) if sum(flagged) else float("nan"),
-                          "recall": tp / sum(pos) if sum(pos) else float("nan"),
-                          "true_positives": tp, "positives": sum(pos)}
-        out[name] = row
     return out

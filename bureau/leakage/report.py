@@ -71,7 +71,7 @@ from bureau.leakage.policies import (
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
-from bureau.leakage.repetition import abstraction_table, judged_checks
+from bureau.leakage.repetition import abstraction_table
 from bureau.leakage.result import LabResult
 from bureau.leakage.social_model import IN_SCOPE
 from bureau.leakage.social_pairing import pairing_stats
@@ -120,12 +120,15 @@ def write_outputs(
     bench: Benchmark | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     meta: dict[str, Any] | None = None,
+    analyses: Sequence[Analysis] | None = None,
 ) -> dict[str, Path]:
-    """Write every table, the plots and report.md for one or more runs; returns {name: path}."""
+    """Write every table, the plots and report.md for one or more runs; returns {name: path}.
+    ``analyses``: the runs' analyses at ``threshold`` if the caller already has them (the
+    command prints them too; the bootstrap intervals are not worth computing twice)."""
     from bureau.leakage import plots
 
     runs = [results] if isinstance(results, LabResult) else list(results)
-    analyses = [analyse(r, threshold) for r in runs]
+    analyses = list(analyses) if analyses is not None else [analyse(r, threshold) for r in runs]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = summary_dict(analyses, bench, meta)
@@ -494,9 +497,10 @@ def social_values(a: Analysis, info: dict[str, Any]) -> dict[str, str]:
     }.items()}
 
 
-def mediated_values(a: Analysis, judged: dict[str, Any] | None = None) -> dict[str, str]:
-    """Every figure of a run's policy-e part, by template placeholder name (``judged``: the
-    checks on the hand-judged sample, :func:`~bureau.leakage.repetition.judged_checks`)."""
+def mediated_values(a: Analysis, judged: dict[str, Any] | None = None,
+                    revealed: dict[str, Any] | None = None) -> dict[str, str]:
+    """Every figure of a run's policy-e part, by template placeholder name (``judged`` and
+    ``revealed``: the checks on the hand-judged samples, :mod:`bureau.leakage.judged`)."""
     m, k = a.mediated, a.result.k
     pol = {r["policy"]: r for r in a.policies.to_dict(orient="records")}
     a1, a2 = a.cell(SHARED_POOL), a.cell(SHARED_POOL, 2 * k)
@@ -567,24 +571,45 @@ def mediated_values(a: Analysis, judged: dict[str, Any] | None = None) -> dict[s
         "plot_mediation": f"{a.slug}_{PLOTS['mediation']}",
         **measured_values(a),
         **judged_values(judged or {}),
+        **revealed_values(revealed or {}),
     }
     return {name: str(value) for name, value in values.items()}
 
 
-def judged_values(judged: dict[str, Any]) -> dict[str, str]:
-    """Each abstraction check's precision and recall on the hand-judged sample."""
-    n = int(judged.get("judged", 0))
-    names = {"checker": "the mediator's check", "checker_without_known_names":
-             "the same without known names", "term_repetition": "term repetition"}
+def _check_lines(judged: dict[str, Any], names: dict[str, str]) -> str:
+    """Each named check of a judged sample: flags, precision / recall on each reading."""
     parts = []
     for key, label in names.items():
-        if n and key in judged:
+        if judged.get("judged") and key in judged:
             d, h = judged[key]["discloses"], judged[key]["discloses_or_hints"]
             parts.append(f"{label} flags {judged[key]['flagged']}, precision {_pct(d['precision'])}"
                          f" / recall {_pct(d['recall'])} on the {d['positives']} that disclose, "
                          f"{_pct(h['precision'])} / {_pct(h['recall'])} on the {h['positives']} "
                          "that disclose or hint")
-    return {"judged_n": _num(n), "judged_line": "; ".join(parts) or "n/a"}
+    return "; ".join(parts) or "n/a"
+
+
+TERM_CHECK_LABELS = {"checker": "the mediator's check", "checker_without_known_names":
+                     "the same without known names", "term_repetition": "term repetition"}
+
+
+def judged_values(judged: dict[str, Any]) -> dict[str, str]:
+    """Each abstraction check's precision and recall on the hand-judged sample."""
+    return {"judged_n": _num(int(judged.get("judged", 0))),
+            "judged_line": _check_lines(judged, TERM_CHECK_LABELS)}
+
+
+def revealed_values(judged: dict[str, Any]) -> dict[str, str]:
+    """Each check's precision and recall on the hand-judged revealed items."""
+    counts = judged.get("judgements", {})
+    scored = (judged.get("content_mediator") or {}).get("scored", 0)
+    names = {"policy_e_labels": "e's labels",
+             "content_mediator": f"the content mediator ({scored} scored in this run)",
+             **TERM_CHECK_LABELS}
+    return {"revealed_n": _num(int(judged.get("judged", 0))),
+            "revealed_counts": " / ".join(str(counts.get(j, counts.get(str(j), 0)))
+                                          for j in (2, 1, 0)),
+            "revealed_line": _check_lines(judged, names)}
 
 
 def measured_values(a: Analysis) -> dict[str, str]:
@@ -670,14 +695,15 @@ def render_report(analyses: Sequence[Analysis], info: dict[str, Any]) -> str:
     """
     parts = load_template()
     texts = []
-    judged = judged_checks([a.result.lab for a in analyses])
+    judged = info["abstraction_checks_on_judged_sample"]
+    revealed = info["revealed_checks_on_judged_sample"]
     for a in analyses:
         dinfo = info["datasets"][a.name]
         if a.kind == "agentsocialbench":
             texts.append(parts["agentsocialbench"].substitute(social_values(a, dinfo)))
         else:
             texts.append(parts["magpie"].substitute(report_values(a, dinfo)))
-        texts.append(parts["mediated"].substitute(mediated_values(a, judged)))
+        texts.append(parts["mediated"].substitute(mediated_values(a, judged, revealed)))
     if "benchmark" in info:
         texts.append(parts["benchmark"].substitute(benchmark_values(info)))
     return "\n".join(t.strip("\n") + "\n" for t in texts)

@@ -53,7 +53,7 @@ from bureau.leakage.convert import to_lab
 from bureau.leakage.labset import LabItem, LabScenario, LabSet
 from bureau.leakage.magpie import MagpieDataset
 from bureau.leakage.measured import CATEGORY_TEXTS, content_scores
-from bureau.leakage.mediated import audit_entries, lab_mediator, run_mediated
+from bureau.leakage.mediated import lab_mediator, run_mediated
 from bureau.leakage.metrics import exposure_frame
 from bureau.leakage.policies import (
     DEFAULT_K,
@@ -209,9 +209,10 @@ def run_lab(
                     scores += _shared_pool(scenario, vec, k, rows, t)
                     case_id = f"{scenario.case_stem}-{uuid.uuid4().hex[:5]}"
                     case_ids[scenario.scenario_id] = case_id
-                    rows += _run_bureau_case(bureau, scenario, case_id, vec, k, t, engine,
-                                             requests, probes, decisions)
-                    audited += audit_entries(bureau.case(case_id))
+                    case_rows, case_audited = _run_bureau_case(
+                        bureau, scenario, case_id, vec, k, t, engine, requests, probes, decisions)
+                    rows += case_rows
+                    audited += case_audited
                     if cleanup:
                         bureau.delete_case(case_id)
             next(bar, None)  # let a progress bar close
@@ -360,9 +361,10 @@ def _run_bureau_case(
     requests: list[tuple[Any, ...]],
     probes: list[tuple[Any, ...]],
     decisions: list[tuple[Any, ...]],
-) -> list[tuple[Any, ...]]:
+) -> tuple[list[tuple[Any, ...]], int]:
     """Policies b, c and d: one case, asked after each of its three successive states, then
-    probed exhaustively in the last one; policy e (mediated) in state b, probed there."""
+    probed exhaustively in the last one; policy e (mediated) in state b, probed there. Returns
+    the retrieval rows and the case's audited decisions (:func:`run_mediated`)."""
     t0 = time.perf_counter()
     case = bureau.create_case(scenario.scenario, case_id=case_id)
     by_key = {item.seed_key: item for item in scenario.items}
@@ -380,7 +382,8 @@ def _run_bureau_case(
     t.seed += time.perf_counter() - t0
 
     rows = _ask_all(case, scenario, vec, origin, k, "b_bureau_closed", t, requests)
-    decisions += run_mediated(case, scenario, vec, origin, k, t)
+    mediated_rows, audited = run_mediated(case, scenario, vec, origin, k, t)
+    decisions += mediated_rows
 
     t0 = time.perf_counter()
     for item in scenario.items:
@@ -405,7 +408,7 @@ def _run_bureau_case(
     t.abstractions += time.perf_counter() - t0
     rows += _ask_all(case, scenario, vec, origin, k, "d_bureau_abstractions", t, requests)
     probes += _probe(case, scenario, vec, origin, t)
-    return rows
+    return rows, audited
 
 
 def _probe(

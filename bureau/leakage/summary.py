@@ -21,8 +21,8 @@ import pandas as pd
 from bureau.embedding import MAX_TOKENS
 from bureau.leakage.analysis import HEADLINE_AUROC_QUERY, Analysis, own_slots
 from bureau.leakage.convert import QUERY_TEMPLATE, QUERY_VARIANTS
+from bureau.leakage.judged import judged_samples
 from bureau.leakage.paper import AGENTSOCIALBENCH_LEADERBOARD, PAPER
-from bureau.leakage.repetition import judged_checks
 from bureau.leakage.social_pairing import pairing_stats
 from bureau.leakage.timing import Benchmark
 from bureau.text import MAX_QUESTION_CHARS
@@ -107,11 +107,13 @@ def summary_dict(
     bench: Benchmark | None = None,
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    judged = judged_samples(analyses)
     out: dict[str, Any] = {
         "datasets": {a.name: dataset_dict(a) for a in analyses},
         "paper": PAPER,
         "agentsocialbench_leaderboard": AGENTSOCIALBENCH_LEADERBOARD,
-        "abstraction_checks_on_judged_sample": judged_checks([a.result.lab for a in analyses]),
+        "abstraction_checks_on_judged_sample": judged["abstractions"],
+        "revealed_checks_on_judged_sample": judged["revealed"],
         "environment": {
             "python": platform.python_version(),
             "machine": platform.machine(),

@@ -295,7 +295,11 @@ class MemoryGateway:
             for owner in wanted
         ]
         # Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
-        # names its columns itself: select them again, by position, from the union.
+        # names its columns itself: select them again, by position, from the union. The last
+        # part is one row of NULLs (dropped below) so the result is never empty: on an empty
+        # result pyobvector's cursor parses the whole statement with sqlglot to name its
+        # columns, ~20 ms of Python for the vector literals (every search of an empty scope).
+        parts.append(f"(SELECT {', '.join(['NULL'] * (len(cols) + 1))})")
         sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
                + " UNION ALL ".join(parts) + ") AS u")
         start = time.perf_counter()
@@ -306,6 +310,8 @@ class MemoryGateway:
         ms = (time.perf_counter() - start) * 1000
         out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
         for content, meta, row_id, row_uid, owner, created, dist in rows:
+            if row_id is None and owner is None and dist is None:  # the NULL row above
+                continue
             if owner not in out:
                 raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
                                         f"{row_uid}/{owner}.")
@@ -407,10 +413,10 @@ class MemoryGateway:
     def _scored(cls, row: dict[str, Any], case_id: str) -> MemoryCard:
         # PowerMem reports 1 - d/2 for cosine distance d = 1 - cos; the bureau speaks cosine.
         score = 2.0 * float(row.get("score") or 0.0) - 1.0
-        return cls._card(row, case_id).with_score(round(score, 6))
+        return cls._card(row, case_id, round(score, 6))  # built once, not copied to add a score
 
     @staticmethod
-    def _card(row: dict[str, Any], case_id: str) -> MemoryCard:
+    def _card(row: dict[str, Any], case_id: str, score: float | None = None) -> MemoryCard:
         meta = row.get("metadata") or {}
         owner = str(row.get("agent_id"))
         tiers = read_labels(meta, owner)  # cards written before tiers existed read by one rule
@@ -436,4 +442,5 @@ class MemoryGateway:
             promoted_from=meta.get("promoted_from"),
             tool_source=meta.get("tool_source"),
             copied_from=meta.get("copied_from"),
+            score=score,
         )
