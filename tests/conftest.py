@@ -47,15 +47,17 @@ AREAS = {
     "mediation": r"test_(mediation_\w+|policy_\w+|leakage_mediated|outward_views|revocation_cascade)",
     "tiers": r"test_(tiers|lesson_08)",
     "task_scopes": r"test_(task_scopes|scope_topk)",
-    "leakage": r"test_(leakage_\w+|leak_metrics|magpie|agentsocialbench)",
+    "leakage": r"test_(leakage_\w+|leak_\w+|magpie|agentsocialbench)",
     "poisoning": r"test_(poisoning|lesson_08)",
     "injection": r"test_(injection_lab|standin_model|llm_responder|xray_payload)",
     "isolation": r"test_(isolation|side_channels|identities|outward_views|bad_input)",
     "lifecycle": r"test_(lifecycle|persistence|store_ledger_agreement|footprint)",
     "ledger": r"test_(ledger|store_ledger_agreement)",
     "scenario": r"test_(scenario\w*|cast)",
-    "notebooks": r"test_(notebooks|nbtool|widgets|lesson_08|cast|sitebuild)",
+    "notebooks": r"test_(notebooks|nbtool|widgets|lesson_\w+|cast|sitebuild|closing|quiz)",
     "layers": r"test_(layers|gateway|install|run_all)",
+    "classroom": r"test_(classroom\w*|hub|instructor)",
+    "peers": r"test_(peers|mcp_server)",
 }
 """Area marker -> test file names (``-m "storage and mediation"`` runs one area's storage
 tests)."""
