@@ -26,6 +26,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -135,7 +136,11 @@ def problems(path: Path, nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
-def execute(paths: list[Path], timeout: int = 300) -> None:
+def run_lessons(paths: list[Path], timeout: int) -> Iterator[tuple[Path, nbformat.NotebookNode, float]]:
+    """Run each notebook top to bottom in one temporary data directory (the learner's own is
+    never touched, and nothing is left behind); yield it executed, with its run seconds."""
+    import time
+
     from nbclient import NotebookClient
 
     data = Path(tempfile.mkdtemp(prefix="bureau-nbtool-"))
@@ -144,16 +149,22 @@ def execute(paths: list[Path], timeout: int = 300) -> None:
     try:
         for path in paths:
             nb = nbformat.read(path, as_version=4)
+            start = time.perf_counter()
             NotebookClient(nb, timeout=timeout, kernel_name="python3",
                            resources={"metadata": {"path": str(path.parent)}}).execute()
-            nbformat.write(clean(nb), path)
-            print(f"executed and cleaned {path}")
+            yield path, nb, time.perf_counter() - start
     finally:
         if old is None:
             os.environ.pop("BUREAU_DATA_DIR", None)
         else:
             os.environ["BUREAU_DATA_DIR"] = old
         shutil.rmtree(data, ignore_errors=True)
+
+
+def execute(paths: list[Path], timeout: int = 300) -> None:
+    for path, nb, _ in run_lessons(paths, timeout):
+        nbformat.write(clean(nb), path)
+        print(f"executed and cleaned {path}")
 
 
 # -- a learner's time per lesson ----------------------------------------------------------------
@@ -198,31 +209,12 @@ def learner_minutes(nb: nbformat.NotebookNode, run_seconds: float) -> tuple[int,
 def time_lessons(paths: list[Path], timeout: int = 600) -> list[tuple[str, int, dict]]:
     """Run each lesson in a temporary data directory (nothing is written back) and estimate a
     learner's minutes; the numbers go into ``COURSE`` by hand."""
-    import time
-
-    from nbclient import NotebookClient
-
-    data = Path(tempfile.mkdtemp(prefix="bureau-nbtool-"))
-    old = os.environ.get("BUREAU_DATA_DIR")
-    os.environ["BUREAU_DATA_DIR"] = str(data)
     rows = []
-    try:
-        for path in paths:
-            nb = nbformat.read(path, as_version=4)
-            start = time.perf_counter()
-            NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
-            seconds = time.perf_counter() - start
-            minutes, parts = learner_minutes(nb, seconds)
-            rows.append((path.name, minutes, {**parts, "run seconds": seconds}))
-            print(f"{path.name}: {minutes} min  " + ", ".join(
-                f"{k} {v:.1f}" for k, v in rows[-1][2].items()), flush=True)
-    finally:
-        if old is None:
-            os.environ.pop("BUREAU_DATA_DIR", None)
-        else:
-            os.environ["BUREAU_DATA_DIR"] = old
-        shutil.rmtree(data, ignore_errors=True)
+    for path, nb, seconds in run_lessons(paths, timeout):
+        minutes, parts = learner_minutes(nb, seconds)
+        rows.append((path.name, minutes, {**parts, "run seconds": seconds}))
+        print(f"{path.name}: {minutes} min  " + ", ".join(
+            f"{k} {v:.1f}" for k, v in rows[-1][2].items()), flush=True)
     return rows
 
 
