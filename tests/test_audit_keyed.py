@@ -115,6 +115,29 @@ def test_the_anchor_follows_every_append_and_an_intact_chain_verifies(chain):
     assert Ledger(chain.path).mediation.verify_audit() == 6  # reopened: same key, same anchor
 
 
+def test_a_deferred_anchor_lags_inside_and_catches_up_on_the_way_out(chain):
+    """The leak lab's bulk mode (a throw-away data directory): the anchor is written once at
+    the end, never ahead of the ledger, and what it lets through while it lags is named."""
+    with chain.keys.deferred():
+        with chain.keys.deferred():  # nested: only the outermost writes
+            _append_one(chain)
+        _append_one(chain)
+        assert chain.keys.anchor().seq == 5  # lagging, as after a power loss: allowed
+        assert chain.mediation.verify_audit() == 7
+    assert chain.keys.anchor().seq == 7 and Ledger(chain.path).mediation.verify_audit() == 7
+    # The price, said in its docstring: a cut made while it lags goes unseen until the end...
+    with chain.keys.deferred():
+        _append_one(chain)
+        db = _sql(chain.path)
+        h7 = db.execute("SELECT hash FROM audit WHERE seq = 7").fetchone()[0]
+        db.execute("DELETE FROM audit WHERE seq > 7")
+        db.execute("UPDATE audit_head SET seq = 7, hash = ? WHERE id = 1", (h7,))
+        assert chain.mediation.verify_audit() == 7
+    # ...and is found as soon as the anchor catches up.
+    with pytest.raises(AuditTamperedError, match="anchor recorded entry 8"):
+        chain.mediation.verify_audit()
+
+
 # -- the key file --------------------------------------------------------------------------
 
 def test_the_key_is_owner_only_and_refused_when_others_may_read_it(chain, tmp_path):
