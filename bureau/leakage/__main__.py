@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
     # A temporary data directory is thrown away at exit, so nobody keeps its audit: the anchor
     # moves once at the end instead of after each of the ~30,000 audited consults (about 1 ms
     # each, 7 % of the lab). A directory the user named keeps the per-commit anchor.
-    defer = bureau.ledger.keys.deferred() if args.data_dir is None else contextlib.nullcontext()
+    defer = bureau.bulk_audit() if args.data_dir is None else contextlib.nullcontext()
     with defer:
         results = [run_lab(bureau, lab, k=args.k, progress=progress,
                            pipeline=not args.sequential) for lab in labs]

@@ -13,6 +13,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,12 @@ class Bureau:
     def encoder(self) -> Encoder:
         """The sentence encoder in use (read-only: lesson 00's check, the lab's pre-embedding)."""
         return self.gateway.encoder
+
+    def bulk_audit(self) -> AbstractContextManager[None]:
+        """Inside, the audit anchor moves once on the way out instead of after every audited
+        decision (:meth:`bureau.ledger.keys.AuditKeys.deferred`). Only for a throw-away data
+        directory, such as the leak lab's: while it lags, a chain cut goes unseen."""
+        return self.ledger.keys.deferred()
 
     # -- events ------------------------------------------------------------------------------
     def last_event(self, case_id: str, type_: str | None = None) -> Event | None:
