@@ -16,19 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, SCREENSHOTS
+from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, skip_without_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 SITE_HTML = Path(os.environ.get("BUREAU_SITE_HTML", REPO / "build" / "site" / "html"))
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if CHROMIUM.exists():
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
+pytest_collection_modifyitems = skip_without_chromium(Path(__file__).parent)
 
 
 @pytest.fixture(scope="session")

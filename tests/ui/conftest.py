@@ -52,14 +52,21 @@ NO_CHROMIUM = (
 )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip every test of this folder, with the reason, when the browser is not installed."""
-    if CHROMIUM.exists():
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
+def skip_without_chromium(here: Path):  # noqa: ANN201 - a pytest hook
+    """The collection hook of a browser-test folder (this one, ``tests/site``): skip every test
+    under ``here``, with the reason, when the browser is not installed."""
+
+    def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+        if CHROMIUM.exists():
+            return
+        for item in items:
+            if here in Path(str(item.path)).parents:
+                item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
+
+    return pytest_collection_modifyitems
+
+
+pytest_collection_modifyitems = skip_without_chromium(Path(__file__).parent)
 
 
 def require_chromium() -> None:
