@@ -21,9 +21,9 @@ from typing import Any
 
 from ..ledger.rows import store_id_for
 from ..model import BOARD
-from ..settings import ServerSettings, Settings
+from ..settings import Settings
 from .connection import tenant_name
-from .progress import rows as progress_rows
+from .progress import rows_in as progress_rows
 from .tenants import Roster
 
 CARDS_TABLE = Settings().collection
@@ -88,16 +88,13 @@ def _stage(cur: Any, database: str) -> dict[str, Any]:
 def room(directory: str | Path) -> list[dict[str, Any]]:
     """One dict per learner: name, progress figures, stage counts (or ``error``)."""
     roster = Roster.load(directory)
-    admin = ServerSettings(
-        host=roster.host, port=roster.port, user=roster.admin_user,
-        password=roster.admin_password, db_name="information_schema")
     out = []
     with roster.admin() as cur:
         for learner in sorted(roster.learners):
             database = tenant_name(learner)
             row: dict[str, Any] = {"learner": learner}
             try:
-                row.update(_progress(progress_rows(admin, database)))
+                row.update(_progress(progress_rows(cur, database)))
                 row.update(_stage(cur, database))
             except Exception as exc:  # noqa: BLE001 - one damaged tenant is one row's problem
                 row["error"] = _cap(type(exc).__name__)

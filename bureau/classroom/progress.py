@@ -11,6 +11,7 @@ Same columns and rules as the SQLite record; only the connection differs.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -31,15 +32,20 @@ _TENANTS: dict[Path, ServerSettings] = {}
 _LOCK = threading.Lock()
 
 
+def _key(data_dir: str | Path) -> Path:
+    """One spelling per directory (``~``, relative), so a lookup finds what was registered."""
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(data_dir))))
+
+
 def register_tenant(data_dir: Path, server: ServerSettings) -> None:
     """From now on, the progress record of ``data_dir`` lives in ``server``'s database."""
     with _LOCK:
-        _TENANTS[Path(data_dir)] = server
+        _TENANTS[_key(data_dir)] = server
 
 
 def tenant_for(data_dir: str | Path) -> ServerSettings | None:
     with _LOCK:
-        return _TENANTS.get(Path(data_dir).absolute())
+        return _TENANTS.get(_key(data_dir))
 
 
 def connect(server: ServerSettings, database: str | None = None) -> Any:
@@ -61,19 +67,25 @@ def record(server: ServerSettings, row: tuple[str, str, str, int | None, str | N
         conn.close()
 
 
-def rows(server: ServerSettings, database: str | None = None) -> list[tuple[Any, ...]]:
-    """Every attempt, oldest first, as tuples of :data:`COLUMNS` (none: no table yet).
-    ``database``: another tenant's, for the instructor's administrative account."""
-    conn = connect(server, database)
+def rows(server: ServerSettings) -> list[tuple[Any, ...]]:
+    """Every attempt in this learner's own tenant, oldest first (none: no table yet)."""
+    conn = connect(server)
     try:
         with conn.cursor() as cur:
-            cur.execute("SHOW TABLES LIKE %s", (TABLE,))
-            if not cur.fetchall():
-                return []
-            cur.execute(f"SELECT {', '.join(COLUMNS)} FROM {TABLE} ORDER BY seq")
-            return list(cur.fetchall())
+            return rows_in(cur, server.db_name)
     finally:
         conn.close()
 
 
-__all__ = ["COLUMNS", "TABLE", "record", "register_tenant", "rows", "tenant_for"]
+def rows_in(cur: Any, database: str) -> list[tuple[Any, ...]]:
+    """Every attempt in ``database``, through an open cursor: the instructor's page reads every
+    tenant over its one administrative connection, not a new connection per learner per redraw.
+    ``database`` is a tenant name (a checked identifier)."""
+    cur.execute(f"SHOW TABLES FROM `{database}` LIKE %s", (TABLE,))
+    if not cur.fetchall():
+        return []
+    cur.execute(f"SELECT {', '.join(COLUMNS)} FROM `{database}`.{TABLE} ORDER BY seq")
+    return list(cur.fetchall())
+
+
+__all__ = ["COLUMNS", "TABLE", "record", "register_tenant", "rows", "rows_in", "tenant_for"]
