@@ -20,6 +20,10 @@ from pathlib import Path
 from ..errors import ClassroomError
 
 FORMAT = "bureau-classroom-connection/1"
+HOST = re.compile(r"(?=.{1,253}$)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+                  r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?|\[?[0-9A-Fa-f:]+:[0-9A-Fa-f:.]*\]?")
+"""A host name, an IPv4 address or an IPv6 one: anything else (a path, a URL, a label the
+resolver's codec refuses) is refused here, typed, before a socket is opened."""
 MAX_BYTES = 4096
 """A connection file is a few hundred bytes; anything larger is not one."""
 LEARNER = re.compile(r"[a-z][a-z0-9_]{0,23}")
@@ -90,7 +94,7 @@ def read_connection(path: str | os.PathLike[str]) -> TenantConnection:
         host, port, password = data.get("host"), data.get("port"), data.get("password")
         if user != tenant_name(learner) or database != user:
             raise _refuse(path, "names an account that is not its learner's")
-        if not isinstance(host, str) or not host or any(c.isspace() for c in host):
+        if not isinstance(host, str) or not HOST.fullmatch(host):
             raise _refuse(path, "has no valid host")
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
             raise _refuse(path, "has no valid port")
