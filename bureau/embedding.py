@@ -223,6 +223,13 @@ class MiniLMEncoder:
             if self._running == 0:
                 self.seconds += now - self._busy_since
 
+    def busy_seconds(self) -> float:
+        """:attr:`seconds` up to now, counting an embedding still running (a caller reading
+        the counter in the middle of a long stream of batches)."""
+        with self._lock:
+            running = time.perf_counter() - self._busy_since if self._running else 0.0
+            return self.seconds + running
+
     @property
     def cache_size(self) -> int:
         return self._cache.size

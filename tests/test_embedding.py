@@ -61,6 +61,48 @@ def test_every_execution_path_gives_the_same_vectors():
     assert np.allclose(pooled, one_batch, atol=1e-4)
 
 
+def test_a_texts_vector_does_not_depend_on_its_batch():
+    """Bit for bit: the leakage lab groups its texts as its pipeline likes (group sizes,
+    which thread) and promises the same figures, which holds only because a text's vector
+    does not depend on the texts batched with it or on the order they come in."""
+    texts = [*REF["sentences"],
+             *(f"note {i}: the courier left the {'east ' * (i % 7)}gate at {i} o'clock"
+               for i in range(30))]
+    enc = MiniLMEncoder(cache_size=0, batch_size=8)
+    whole = enc.embed(texts, workers=1)
+    parts = np.concatenate([enc.embed(texts[:5], workers=1), enc.embed(texts[5:19], workers=1),
+                            enc.embed(texts[19:], workers=1)])
+    backwards = enc.embed(texts[::-1], workers=1)[::-1]
+    enc.batch_size = 3
+    small = enc.embed(texts, workers=1)
+    for other in (parts, backwards, small):
+        assert np.array_equal(whole, other)
+
+
+def test_busy_seconds_include_a_batch_still_running(monkeypatch):
+    """A reader in the middle of a long embedding (the lab, between two benchmarks) sees the
+    time so far, not the time up to the last moment no batch was running."""
+    import threading
+    import time
+
+    release = threading.Event()
+
+    def held_run(self, encodings, session=None):
+        release.wait(5)
+        vecs = np.ones((len(encodings), 384), dtype=np.float32) / np.sqrt(384)
+        return vecs, sum(len(e.ids) for e in encodings)
+
+    monkeypatch.setattr(MiniLMEncoder, "_run", held_run)
+    enc = MiniLMEncoder(cache_size=0, batch_size=4)
+    worker = threading.Thread(target=enc.embed, args=(["a held sentence"],), kwargs={"workers": 1})
+    worker.start()
+    time.sleep(0.3)
+    assert enc.seconds == 0.0 and enc.busy_seconds() >= 0.25
+    release.set()
+    worker.join()
+    assert enc.busy_seconds() == enc.seconds >= 0.25
+
+
 def test_busy_seconds_count_overlapping_calls_once(monkeypatch):
     """Two threads embedding side by side: ``seconds`` is wall time, not the sum of both."""
     import threading

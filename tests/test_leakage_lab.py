@@ -49,12 +49,15 @@ from bureau.leakage.policies import (
 )
 from bureau.leakage.report import SUMMARY_COLUMNS, probe_summary, relevance, summarize
 from bureau.leakage.runner import (
+    PIPELINE_CHUNK_CAP,
     REQUEST_COLUMNS,
     RETRIEVAL_COLUMNS,
+    _chunks,
     lab_texts,
     leaked_contents,
     pool_ranks,
     run_lab,
+    run_labs,
 )
 from bureau.model import BOARD
 from bureau.scenario import parse_scenario
@@ -280,6 +283,39 @@ def test_agentsocialbench_mini_through_the_lab(bureau):
     assert probe["probes"] == private_pairs and probe["hits"] == 0
     assert pairing_stats(social)["all"].private_items == summary.loc[SHARED_POOL,
                                                                      "private_items"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 10, 60, 200, 372])
+def test_pipeline_groups_ramp_up_and_taper(n):
+    """Every scenario once, in order; small groups at both ends (storage starts early and has
+    little left when the last vector arrives), none above the cap."""
+    groups = _chunks(list(range(n)))
+    assert [x for g in groups for x in g] == list(range(n))
+    sizes = [len(g) for g in groups]
+    assert all(1 <= size <= PIPELINE_CHUNK_CAP for size in sizes)
+    if n:
+        assert sizes[0] == 1 and sizes[-1] == 1
+    if n >= 4 * PIPELINE_CHUNK_CAP:
+        assert PIPELINE_CHUNK_CAP in sizes
+        assert sizes[-3:] == [4, 2, 1]
+
+
+def test_both_benchmarks_in_one_stream_give_the_figures_of_separate_runs(bureau):
+    """run_labs embeds the next benchmark's texts while this one's storage work finishes;
+    what each benchmark measures must not change, and the windows add up to the wall time."""
+    labs = [load_lab(MINI), load_lab(SOCIAL_MINI)]
+    bureau.encoder.forget([x for lab in labs for x in lab_texts(lab)[0]])  # embedded anew
+    t0 = time.perf_counter()
+    streamed = run_labs(bureau, labs, k=5, cleanup=True)
+    wall = time.perf_counter() - t0
+    alone = [run_lab(bureau, lab, k=5, cleanup=True) for lab in labs]
+    for one, other in zip(streamed, alone, strict=True):
+        pd.testing.assert_frame_equal(summarize(one), summarize(other))
+        assert one.probe["hits"].sum() == other.probe["hits"].sum() == 0
+        assert one.timings.total > 0
+    assert sum(r.timings.total for r in streamed) <= wall
+    assert sum(r.timings.texts_embedded for r in streamed) == len(
+        {x for r in streamed for x in r.texts})
 
 
 def test_mini_cleanup_removed_the_cases(bureau, mini):

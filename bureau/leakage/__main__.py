@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
     from bureau.leakage.analysis import analyse
     from bureau.leakage.convert import load_lab
     from bureau.leakage.report import write_outputs
-    from bureau.leakage.runner import MAX_K, run_lab
+    from bureau.leakage.runner import MAX_K, run_labs
     from bureau.leakage.timing import benchmark
 
     if not 1 <= args.k <= MAX_K:  # the same range check_limit applies, said as a CLI error
@@ -143,8 +143,8 @@ def _run(args: argparse.Namespace, started: float) -> int:
     # each, 7 % of the lab). A directory the user named keeps the per-commit anchor.
     defer = bureau.bulk_audit() if args.data_dir is None else contextlib.nullcontext()
     with defer:
-        results = [run_lab(bureau, lab, k=args.k, progress=progress,
-                           pipeline=not args.sequential) for lab in labs]
+        results = run_labs(bureau, labs, k=args.k, progress=progress,
+                           pipeline=not args.sequential)
     bench = None if args.no_bench else benchmark(results)
     meta = {
         "command": "python -m bureau.leakage " + " ".join(sys.argv[1:]),

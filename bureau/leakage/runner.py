@@ -42,7 +42,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,8 +85,9 @@ QUERY_SCORES = {"own_job": "score", "task": "score_task", "role_task": "score_ro
 """Query variant -> the pair column holding its cosine."""
 MAX_K = LIMIT_RANGE[1]
 """Top-k is a retrieval depth, not a dump: above this a run measures nothing a user would see."""
-PIPELINE_CHUNK_CAP = 8
-"""Scenarios per embedding group once the pipeline is running (groups start at 1 and double)."""
+PIPELINE_CHUNK_CAP = 16
+"""Scenarios per embedding group once the pipeline is running (groups start at 1 and double,
+and halve again towards the end: :func:`_chunks`)."""
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -119,16 +120,30 @@ def _scenario_texts(scenario: LabScenario) -> list[str]:
 def _chunks(
     scenarios: Sequence[LabScenario], first: int = 1, cap: int = PIPELINE_CHUNK_CAP
 ) -> list[list[LabScenario]]:
-    """Scenario groups for the embedding pipeline: 1, 2, 4, 8, 8, ... scenarios.
+    """Scenario groups for the embedding pipeline, in order: 1, 2, 4, ... ``cap``, ``cap``, ...
+    and tapering again at the end: ..., 4, 2, 1.
 
-    A small first group lets storage start early; later groups are big enough for well-filled,
-    length-sorted batches.
+    Embedding is the lab's critical path and the storage work follows it group by group. A
+    small first group lets storage start early; big middle groups give well-filled,
+    length-sorted batches (padding is wasted model work: 8-scenario groups padded
+    AgentSocialBench's texts 8 % beyond one global sort, 32-scenario groups 3 %); small last
+    groups leave storage only a scenario or two to finish after the last vector, when no
+    embedding is left to overlap it with.
     """
-    out, i, size = [], 0, first
-    while i < len(scenarios):
-        out.append(list(scenarios[i : i + size]))
-        i += size
-        size = min(size * 2, cap)
+    head: list[int] = []
+    tail: list[int] = []
+    left, size = len(scenarios), max(1, first)
+    while left:
+        for side in (head, tail):
+            take = min(size, left)
+            if take:
+                side.append(take)
+                left -= take
+        size = min(size * 2, max(1, cap))
+    out, i = [], 0
+    for n in head + tail[::-1]:
+        out.append(list(scenarios[i : i + n]))
+        i += n
     return out
 
 
@@ -148,38 +163,45 @@ def run_lab(
     pipeline: bool = True,
     mediator: Any | None = None,
 ) -> LabResult:
-    """Run policies a-d on every scenario of ``data`` with ``bureau``'s store and encoder.
+    """Run policies a-d on every scenario of ``data`` with ``bureau``'s store and encoder
+    (one benchmark: :func:`run_labs` with one lab set)."""
+    return run_labs(bureau, [data], k, progress, cleanup, pipeline, mediator)[0]
+
+
+def run_labs(
+    bureau: Bureau,
+    labs: Sequence[LabSet | MagpieDataset],
+    k: int = DEFAULT_K,
+    progress: Progress | None = None,
+    cleanup: bool = False,
+    pipeline: bool = True,
+    mediator: Any | None = None,
+) -> list[LabResult]:
+    """Run policies a-d on every scenario of each lab set, one lab after the other, with
+    ``bureau``'s store and encoder; one result per lab set, in order.
 
     Every distinct text is embedded once, group by group ahead of the storage work, by as many
-    background threads as the encoder has workers (``pipeline=False``: all up front, then
-    storage), and every policy reuses those vectors: the Bureau's writes and searches hit the
-    encoder's cache. Creates one case per scenario (kept unless ``cleanup``: deleting ~30 cards
-    per case costs about as much as writing them). ``progress(iterable, total)`` wraps the
-    scenario loop. ``mediator``: what policy e consults (default: the lab policy,
+    background threads as the encoder has workers, and every policy reuses those vectors: the
+    Bureau's writes and searches hit the encoder's cache. The groups of every lab set form one
+    stream, so the next benchmark's texts are embedded while this one's storage work finishes
+    (``pipeline=False``: every text first, then the storage work). Creates one case per
+    scenario (kept unless ``cleanup``: deleting ~30 cards per case costs about as much as
+    writing them). ``progress(iterable, total)`` wraps each lab's scenario loop. ``mediator``:
+    what policy e consults (default: the lab policy,
     :func:`~bureau.leakage.mediated.lab_mediator`); the bureau's own is restored afterwards.
+
+    Each result's ``timings.total`` runs from the end of the previous lab (the first: from
+    this call) to its own end, so the totals add up to the call's wall time; the encoder's
+    counters are read over the same windows (the next lab's first texts may count in this one's).
     """
     k = check_limit(k, "k")  # the Bureau's own per-scope limit check
-    lab = as_lab(data)
+    sets = [as_lab(data) for data in labs]
     progress = progress or _no_progress
-    t = Timings()
     start = time.perf_counter()
     enc = bureau.encoder
-    texts, queries = lab_texts(lab)
-    t.distinct_texts = len(texts)
+    texts = [lab_texts(lab) for lab in sets]
     if hasattr(enc, "reserve_cache"):  # every vector must still be cached when PowerMem asks
-        enc.reserve_cache(len(texts) + 1024)
-    before = _encoder_counters(enc)
-
-    chunks = _chunks(lab.scenarios) if pipeline else [list(lab.scenarios)]
-    vec: dict[str, np.ndarray] = {}
-    rows: list[tuple[Any, ...]] = []
-    requests: list[tuple[Any, ...]] = []
-    scores: list[tuple[Any, ...]] = []
-    probes: list[tuple[Any, ...]] = []
-    decisions: list[tuple[Any, ...]] = []
-    audited = 0
-    engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
-    case_ids: dict[str, str] = {}
+        enc.reserve_cache(sum(len(x) for x, _ in texts) + 1024)
 
     # Groups are embedded side by side, each on one thread with single-threaded model runs: no
     # thread waits at a group's end for the other's last (longest) batch, and a core the store
@@ -192,34 +214,75 @@ def run_lab(
         vecs = enc.embed(todo, workers=1) if workers > 1 else enc.embed(todo)
         return dict(zip(todo, vecs, strict=True))
 
+    counters = _encoder_counters(enc)
+    chunks = [_chunks(lab.scenarios) if pipeline else [list(lab.scenarios)] for lab in sets]
+    results: list[LabResult] = []
     # Policy e consults this mediator; b-d never consult, so it changes nothing for them.
     saved, bureau.mediator = bureau.mediator, mediator or lab_mediator()
     # A lab asks thousands of times on purpose: the classroom quotas are lifted for the run.
     with lifted(bureau), ThreadPoolExecutor(max_workers=workers,
                                             thread_name_prefix="lab-embed") as pool:
-        futures = [pool.submit(embed, group) for group in chunks]  # started in order
+        futures = [[pool.submit(embed, group) for group in groups] for groups in chunks]
         try:
-            bar = iter(progress(lab.scenarios, len(lab.scenarios)))
-            for group, future in zip(chunks, futures, strict=True):
-                t0 = time.perf_counter()
-                vec.update(future.result())
-                t.embed_wait += time.perf_counter() - t0
-                for scenario in group:
-                    next(bar, None)
-                    scores += _shared_pool(scenario, vec, k, rows, t)
-                    case_id = f"{scenario.case_stem}-{uuid.uuid4().hex[:5]}"
-                    case_ids[scenario.scenario_id] = case_id
-                    case_rows, case_audited = _run_bureau_case(
-                        bureau, scenario, case_id, vec, k, t, engine, requests, probes, decisions)
-                    rows += case_rows
-                    audited += case_audited
-                    if cleanup:
-                        bureau.delete_case(case_id)
-            next(bar, None)  # let a progress bar close
+            if not pipeline:  # every vector first, then the storage work
+                wait([f for fs in futures for f in fs])
+            for lab, (lab_text, queries), groups, lab_futures in zip(
+                    sets, texts, chunks, futures, strict=True):
+                result, counters = _run_one(bureau, lab, lab_text, queries, groups,
+                                            lab_futures, k, progress, cleanup, start, counters)
+                results.append(result)
+                start = time.perf_counter()
         finally:
             bureau.mediator = saved
-            for future in futures:
+            for future in (f for fs in futures for f in fs):
                 future.cancel()
+    return results
+
+
+def _run_one(
+    bureau: Bureau,
+    lab: LabSet,
+    texts: list[str],
+    queries: dict[tuple[str, str], str],
+    chunks: list[list[LabScenario]],
+    futures: list[Future[dict[str, np.ndarray]]],
+    k: int,
+    progress: Progress,
+    cleanup: bool,
+    start: float,
+    before: tuple[int, int, float],
+) -> tuple[LabResult, tuple[int, int, float]]:
+    """One lab set's storage work, group by group as its vectors arrive (:func:`run_labs`);
+    returns its result and the encoder's counters at its end (where the next window starts)."""
+    t = Timings()
+    enc = bureau.encoder
+    t.distinct_texts = len(texts)
+    vec: dict[str, np.ndarray] = {}
+    rows: list[tuple[Any, ...]] = []
+    requests: list[tuple[Any, ...]] = []
+    scores: list[tuple[Any, ...]] = []
+    probes: list[tuple[Any, ...]] = []
+    decisions: list[tuple[Any, ...]] = []
+    audited = 0
+    engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
+    case_ids: dict[str, str] = {}
+    bar = iter(progress(lab.scenarios, len(lab.scenarios)))
+    for group, future in zip(chunks, futures, strict=True):
+        t0 = time.perf_counter()
+        vec.update(future.result())
+        t.embed_wait += time.perf_counter() - t0
+        for scenario in group:
+            next(bar, None)
+            scores += _shared_pool(scenario, vec, k, rows, t)
+            case_id = f"{scenario.case_stem}-{uuid.uuid4().hex[:5]}"
+            case_ids[scenario.scenario_id] = case_id
+            case_rows, case_audited = _run_bureau_case(
+                bureau, scenario, case_id, vec, k, t, engine, requests, probes, decisions)
+            rows += case_rows
+            audited += case_audited
+            if cleanup:
+                bureau.delete_case(case_id)
+    next(bar, None)  # let a progress bar close
 
     t0 = time.perf_counter()
     content = content_scores(enc, lab, vec)  # the content mediator's scores, labels hidden
@@ -228,16 +291,11 @@ def run_lab(
     pairs = _pairs(lab, retrievals, score_frame)
     t.frames = time.perf_counter() - t0
 
-    after = _encoder_counters(enc)
-    t.texts_embedded = after[0] - before[0]
-    t.tokens_embedded = after[1] - before[1]
-    t.encoder_seconds = after[2] - before[2]
-    t.total = time.perf_counter() - start
     engine_check: dict[str, float | int] = dict(engine)
     engine_check["agreement"] = (
         engine["same_topk"] / engine["queries"] if engine["queries"] else float("nan")
     )
-    return LabResult(
+    result = LabResult(
         lab=lab,
         k=k,
         pairs=pairs,
@@ -254,6 +312,12 @@ def run_lab(
         audit_entries=audited,
         content=content,
     )
+    after = _encoder_counters(enc)
+    t.texts_embedded = after[0] - before[0]
+    t.tokens_embedded = after[1] - before[1]
+    t.encoder_seconds = after[2] - before[2]
+    t.total = time.perf_counter() - start  # timings is the result's own object
+    return result, after
 
 
 def _shared_pool(
@@ -338,10 +402,12 @@ def _query_tokens(enc: Any, queries: dict[tuple[str, str], str]) -> dict[tuple[s
 
 
 def _encoder_counters(enc: Any) -> tuple[int, int, float]:
+    """(texts, tokens, busy seconds so far, counting a batch still running up to now)."""
+    busy = getattr(enc, "busy_seconds", None)
     return (
         int(getattr(enc, "texts_embedded", 0)),
         int(getattr(enc, "tokens_embedded", 0)),
-        float(getattr(enc, "seconds", 0.0)),
+        float(busy() if callable(busy) else getattr(enc, "seconds", 0.0)),
     )
 
 

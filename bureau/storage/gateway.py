@@ -291,7 +291,7 @@ class MemoryGateway:
             f"(SELECT {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
             f" FROM `{vs.collection_name}` WHERE `user_id` = {_sql_name(uid)}"
             f" AND `agent_id` = {_sql_name(owner)}"
-            f" ORDER BY cosine_distance(`{vs.vector_field}`, '{lit}') APPROXIMATE LIMIT {k})"
+            f" ORDER BY `_dist` APPROXIMATE LIMIT {k})"
             for owner in wanted
         ]
         # Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
