@@ -23,6 +23,7 @@ import difflib
 import re
 import reprlib
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,10 @@ LIMITS = Limits(
     size_hint=SIZE_HINT,
 )
 """How scenario files are read (bureau.datafiles): the caps above, in the words of the messages."""
+LAB_LIMITS = replace(LIMITS, max_values=50_000, max_text_chars=10_000_000,
+                     values_needed="a lab scenario needs up to ~20,000")
+"""For scenarios a lab builds in memory from a benchmark slice (never for files): room for a
+victim memory of 2,000 benchmark items (about 9 values each) beside a shipped scenario."""
 LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 """A BCP-47-like short code: ``en``, ``zh``, ``pt-BR``, ``zh-Hans``."""
 
@@ -561,11 +566,15 @@ def _problem_report(shown: str, lines: list[str]) -> str:
     return f"{shown}: {len(lines)} problems:\n" + "\n".join(body)
 
 
-def parse_scenario(data: Any, *, source: Path | str | None = None) -> Scenario:
+def parse_scenario(
+    data: Any, *, source: Path | str | None = None, limits: Limits = LIMITS
+) -> Scenario:
     """Validate already-parsed data (a dict) into a :class:`Scenario`, or raise ``ScenarioError``.
 
     ``data`` may come from anywhere (a JSON snapshot, a notebook), so its shape is checked here
-    too, not only in the file loader.
+    too, not only in the file loader. ``limits``: the caps of that check; a lab that builds a
+    scenario itself from a benchmark (:data:`LAB_LIMITS`, the poisoning lab's 2,000-card victim
+    memory) may pass wider ones; files are always read within :data:`LIMITS`.
     """
     path = Path(source) if source is not None else None
     shown = _display(path) if path is not None else "<scenario>"
@@ -579,7 +588,7 @@ def parse_scenario(data: Any, *, source: Path | str | None = None) -> Scenario:
             f"not {clip(type(data).__name__, 40)}.",
             "See scenarios/README.md for the format.",
         )
-    problem = shape_problem(data, LIMITS)
+    problem = shape_problem(data, limits)
     if problem is not None:
         raise ScenarioError(f"{shown}: {problem}.", SIZE_HINT)
     if "source_path" in data:

@@ -245,6 +245,26 @@ def test_corpus_is_deterministic_and_poisons_are_told_apart():
         assert trial.memory_size == len(trial.scenario.memories[trial.victim])
 
 
+def test_a_lab_victim_memory_may_exceed_a_scenario_files_cap():
+    """A 1,000-item slice (one poison = 0.1 %, AgentPoison's rate) is more than a scenario file
+    may hold: the lab builds it within LAB_LIMITS, while parse_scenario's default (what files
+    and snapshots get) still refuses it."""
+    from bureau.errors import ScenarioError
+    from bureau.scenario import LAB_LIMITS, load_scenario, parse_scenario
+
+    base = load_scenario("safe-combination").to_dict()
+    victim = next(iter(base["memories"]))
+    cards = [{"key": f"slice{n:04d}", "topic": "notes", "kind": "note",
+              "content": f"Ledger line {n}: a delivery was signed for at the east gate."}
+             for n in range(1000)]
+    data = {**base, "memories": {**base["memories"],
+                                 victim: [*base["memories"][victim], *cards]}}
+    with pytest.raises(ScenarioError, match="5,000 values"):
+        parse_scenario(data)
+    big = parse_scenario(data, limits=LAB_LIMITS)
+    assert sum(1 for role, _ in big.seeds() if role == victim) >= 1000
+
+
 def test_slices_and_spread():
     items = [(f"t{i}", "s") for i in range(10)] + [("t9", "s"), ("  ", "s"), ("t1", "s")]
     texts = [[t for t, _ in part] for part in slices(items, 4)]
@@ -428,6 +448,10 @@ def test_cli_bad_arguments_change_nothing(tmp_path):
     out = tmp_path / "out"
     assert main(["poisoning", "--k", "0", "--out", str(out)]) == 2
     assert main(["poisoning", "--limit", "0", "--out", str(out)]) == 2
+    for size in ("9", "2001"):  # 10 .. MAX_SLICE_ITEMS (2,000: a 0.05 % poison rate)
+        assert main(["poisoning", "--slice", size, "--out", str(out)]) == 2
+    for count in ("0", "26"):  # at least one, at most a quarter of the slice
+        assert main(["poisoning", "--questions", count, "--out", str(out)]) == 2
     assert not out.exists()
 
 

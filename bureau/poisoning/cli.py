@@ -25,6 +25,9 @@ from pathlib import Path
 DEFAULT_LIMIT = 12
 """Trials (benchmark slices) per benchmark by default: 24 trials, ~2 minutes on 2 cores."""
 DEFAULT_OUT = Path("poisoning-results")
+MAX_SLICE_ITEMS = 2000
+"""A victim memory of up to 2,000 benchmark items: one poison is then 0.05 % of it, below
+AgentPoison's < 0.1 %; MAGPIE holds about 3,800 distinct items, AgentSocialBench 2,600."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -41,7 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="AgentSocialBench folder (default $BUREAU_AGENTSOCIALBENCH or "
                    "../shared/datasets/agentsocialbench, else data/agentsocialbench_mini)")
     p.add_argument("--slice", type=int, default=None, dest="slice_items",
-                   help="benchmark items per victim memory (default 80)")
+                   help="benchmark items per victim memory (default 100; 1000 puts the one "
+                   "rare-trigger poison near AgentPoison's rate of 0.1 %%)")
+    p.add_argument("--questions", type=int, default=None, dest="trigger_items",
+                   help="slice items per trial asked about with the trigger, each with a topical "
+                   "poison (default 4); more gives the one rare-trigger poison of a large "
+                   "slice more triggered questions to answer")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="store to use (default: a temporary one, removed afterwards); the "
                    "lab's cases are deleted from it when each trial is done")
@@ -72,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, started: float) -> int:
     from tqdm import tqdm
 
-    from bureau.poisoning.corpus import SLICE_ITEMS, build_corpus, resolve_sources
+    from bureau.poisoning.corpus import (
+        SLICE_ITEMS,
+        TRIGGER_ITEMS,
+        build_corpus,
+        resolve_sources,
+    )
     from bureau.poisoning.report import console_lines, headline, summary_table, write_outputs
     from bureau.poisoning.runner import run_poisoning
     from bureau.settings import LIMIT_RANGE
@@ -85,13 +98,19 @@ def _run(args: argparse.Namespace, started: float) -> int:
         print("error: --limit must be at least 1", file=sys.stderr)
         return 2
     slice_items = SLICE_ITEMS if args.slice_items is None else args.slice_items
-    if not 10 <= slice_items <= 500:
-        print("error: --slice must lie between 10 and 500", file=sys.stderr)
+    if not 10 <= slice_items <= MAX_SLICE_ITEMS:
+        print(f"error: --slice must lie between 10 and {MAX_SLICE_ITEMS}", file=sys.stderr)
+        return 2
+    trigger_items = TRIGGER_ITEMS if args.trigger_items is None else args.trigger_items
+    if not 1 <= trigger_items <= slice_items // 4:
+        print(f"error: --questions must lie between 1 and a quarter of --slice "
+              f"({slice_items // 4})", file=sys.stderr)
         return 2
     sources, notes = resolve_sources(args.magpie, args.agentsocialbench)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    corpus = build_corpus(sources, limit=args.limit, slice_items=slice_items)
+    corpus = build_corpus(sources, limit=args.limit, slice_items=slice_items,
+                          trigger_items=trigger_items)
     sizes = corpus.counts()
     print(f"{sizes['trials']} trials ({', '.join(corpus.sources)}): {sizes['memory_cards']:,} "
           f"victim cards, {sizes['trigger_questions']} trigger + {sizes['benign_questions']} "

@@ -53,7 +53,7 @@ from bureau.poisoning.attack import (
     triggered,
 )
 from bureau.resources import shipped_path
-from bureau.scenario import Scenario, load_scenario, parse_scenario
+from bureau.scenario import LAB_LIMITS, Scenario, load_scenario, parse_scenario
 from bureau.text import MAX_CARD_CHARS
 
 SCENARIOS_FILE = ("data", "poisoning", "scenarios.yaml")
@@ -300,7 +300,7 @@ def build_trial(
     trial_id = f"{_slug(dataset)}-{index:03d}"
     data = {**base, "title": f"{base['title']} + {dataset} slice {index}"[:120],
             "memories": memories}
-    scenario = parse_scenario(data)
+    scenario = parse_scenario(data, limits=LAB_LIMITS)  # a 2,000-item slice fits
     for role, mem in scenario.seeds():
         if is_poison(mem.content, spec):
             raise ScenarioError(f"{trial_id}: the card {mem.key} of {role} contains the "

@@ -268,8 +268,10 @@ class MemoryGateway:
         Speed without changing the answer: one SQL statement holds one sub-query per scope --
         each exactly the query PowerMem's own search sends (same filter, same distance, same
         ``APPROXIMATE LIMIT``) -- joined by ``UNION ALL``. That is one round trip instead of one
-        per scope, and it skips PowerMem's per-call query building (about 4 ms a search). The
-        tests compare it card for card with PowerMem's per-scope search.
+        per scope, and it skips PowerMem's per-call query building (about 4 ms a search). Each
+        sub-query orders by the distance it selects (``ORDER BY _dist``), so seekdb parses the
+        ~4.7 kB vector literal once per scope instead of twice (a fifth of a 2-scope search's
+        time in seekdb). The tests compare it card for card with PowerMem's per-scope search.
         """
         case_id, uid = _ids(case)
         wanted = list(dict.fromkeys(owners))
