@@ -223,3 +223,38 @@ def test_decoys_have_the_shape_and_length_of_the_card():
     assert len(set(words)) == 5 and plain not in words
     with pytest.raises(ValueError):
         decoys("0", 50, len, random.Random(3))
+
+
+def test_another_roles_card_count_changes_no_figure(bureau):
+    """Two copies of a case, one where the suspect holds 300 notes more: the detective asks the
+    same fresh questions of both, in random order. No figure the detective, the events or the
+    stage show may be slower in the crowded case more often than chance (a sign test, 4 sd).
+    Before the searches named the (case, role) index, seekdb scanned every row of the case
+    for each scope: the detective's own-scope latency doubled beside the crowded suspect."""
+    quiet = bureau.load_scenario("safe-combination")
+    crowded = bureau.load_scenario("safe-combination")
+    try:
+        notes = [f"Suspect note {i}: the cellar door was repainted {i} times before the alarm."
+                 for i in range(300)]
+        bureau.gateway.encoder.embed(notes)
+        for note in notes:
+            crowded.whisper("suspect", note)
+        rng = random.Random(7)
+        pairs = 150
+        slower: dict[str, int] = {}
+        for _ in range(pairs):
+            question = f"What did the witness see by the {uuid.uuid4().hex[:6]} gate at dusk?"
+            order = [quiet, crowded]
+            rng.shuffle(order)
+            seen = {c.id: _seen(c, "detective", question) for c in order}
+            for name, value in seen[crowded.id].items():
+                slower[name] = slower.get(name, 0) + (value > seen[quiet.id][name])
+        sd = math.sqrt(pairs / 4)
+        z = {k: round((v - pairs / 2) / sd, 1) for k, v in slower.items() if "latency" in k
+             or k.endswith("_ms")}
+        print("\ncrowded case slower, z by figure:", z)
+        assert "trace.scope.detective.latency_ms" in z
+        assert not {k: v for k, v in z.items() if abs(v) > SIGMAS}, z
+    finally:
+        for c in (quiet, crowded):
+            bureau.delete_case(c.id)

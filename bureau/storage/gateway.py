@@ -30,7 +30,7 @@ from ..errors import BoundaryViolation
 from ..model import CaseSpace, MemoryCard
 from ..settings import Settings
 from ..tiers.provenance import read_labels
-from .setup import LOCK, open_store, sql_engine, store_key
+from .setup import LOCK, open_store, scope_index, sql_engine, store_key
 
 log = logging.getLogger(__name__)
 
@@ -289,8 +289,11 @@ class MemoryGateway:
         lit = "[" + ",".join(map(str, np.asarray(vector, dtype=np.float64).astype(np.float32)))\
             + "]"
         inner = ", ".join(f"`{c}`" for c in cols)
+        # The (case, role) index, named: unhinted, seekdb scans the whole case's rows, and a
+        # role's search time (in its X-ray) grew with the cards other roles hold.
+        hint = f"/*+ INDEX(`{vs.collection_name}` `{scope_index(vs.collection_name)}`) */"
         parts = [
-            f"(SELECT {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
+            f"(SELECT {hint} {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
             f" FROM `{vs.collection_name}` WHERE `user_id` = {_sql_name(uid)}"
             f" AND `agent_id` = {_sql_name(owner)}"
             f" ORDER BY `_dist` APPROXIMATE LIMIT {k})"

@@ -198,6 +198,11 @@ def _keep_one_connection(memory: Any) -> None:
     )
 
 
+def scope_index(table: str) -> str:
+    """The name of the (case, role) index: searches name it in a hint (:func:`_index_cases`)."""
+    return f"idx_{table}_scope"[:64]
+
+
 def _index_cases(memory: Any, table: str) -> None:
     """Index the case column, so a scoped search reads one case's rows, not the whole table.
 
@@ -205,25 +210,35 @@ def _index_cases(memory: Any, table: str) -> None:
     pre-filtered vector scan evaluates that filter on every row of every case: a search got
     slower with each case the store held (the MAGPIE lab writes 200). With it the scan reads
     only the case's range and returns the same cards (checked against exact top-k in the tests).
-    An index on (case, role) would narrow it further, but seekdb's scan over two ranges of such
-    an index returned fewer rows than asked for, so the role filter stays a filter.
+    A second index on (case, role) narrows each scope's scan to that scope's own rows. Without
+    it a role's search time grew with the cards *other roles* of its case held (a detective's
+    own-scope search: 1.0 ms beside a suspect with 4 cards, 2.0 ms beside one with 304), and
+    that time reaches the role's X-ray: a count it must not learn. Every gateway search asks one
+    scope per sub-query (one equality range; seekdb's scan over *two* ranges of such an index,
+    ``agent_id IN (...)``, once returned fewer rows than asked for, which is why each scope has
+    its own sub-query). seekdb's planner leaves the index unused for the gateway's statement
+    (a union of ordered sub-queries), so each sub-query names it in a hint; with the hint the
+    same search costs the same beside 4 or 304 cards of another role, and returns the same
+    cards (the tests compare it with PowerMem's search and with an exact top-k).
     """
     from sqlalchemy import text
 
     engine = sql_engine(memory)
     if engine is None:
         return
-    name = f"idx_{table}_case"[:64]
+    wanted = {f"idx_{table}_case"[:64]: "`user_id`",
+              scope_index(table): "`user_id`, `agent_id`"}
     with LOCK, engine.connect() as conn:
         # Key_name is SHOW INDEX's third column (embedded seekdb names result columns column_N).
-        have = conn.execute(text(f"SHOW INDEX FROM `{table}`")).fetchall()
-        if any(str(row[2]) == name for row in have):
-            return
-        try:
-            conn.execute(text(f"CREATE INDEX `{name}` ON `{table}` (`user_id`)"))
-        except Exception as exc:  # noqa: BLE001 - another instance created it first
-            if "Duplicate key name" not in str(exc):
-                raise
+        have = {str(row[2]) for row in conn.execute(text(f"SHOW INDEX FROM `{table}`"))}
+        for name, columns in wanted.items():
+            if name in have:
+                continue
+            try:
+                conn.execute(text(f"CREATE INDEX `{name}` ON `{table}` ({columns})"))
+            except Exception as exc:  # noqa: BLE001 - another instance created it first
+                if "Duplicate key name" not in str(exc):
+                    raise
         conn.commit()
 
 
