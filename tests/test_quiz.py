@@ -99,3 +99,16 @@ def test_a_record_that_cannot_be_written_does_not_stop_the_lesson(tmp_path):
     assert progress.progress_table(blocked).empty
     with pytest.raises(ValueError):
         progress.record(tmp_path, "grade", "q01-1", True)
+
+
+def test_a_lesson_outside_a_classroom_does_not_load_the_classroom_driver():
+    """Every lesson imports the progress record; only a classroom tenant needs pymysql (about
+    60 ms of every lesson's start-up when it was imported with the module)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, bureau, bureau.course, bureau.course.progress; "
+            "print('pymysql' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
