@@ -45,6 +45,7 @@ def test_no_tool_has_an_identity_field(case):
     ("recall", {"question": 42}, "must be text"),
     ("recall", {"question": SAFE_Q, "limit": "5"}, "whole number"),
     ("recall", {"question": SAFE_Q, "limit": True}, "whole number"),
+    ("recall", {"question": SAFE_Q, "limit": 10**30}, "out of range"),
     ("recall", {"question": "x" * 5000}, "longer than"),
     ("recall", "{not json", "not valid JSON"),
     ("recall", ["question"], "must be an object"),

@@ -157,9 +157,11 @@ def parse_call(name: object, arguments: object, offered: Iterable[str]) -> tuple
             continue
         value = arguments[pname]
         if p.type == "integer":
-            if type(value) is not int or not -(2**31) < value < 2**31:
+            if type(value) is not int:
                 raise ToolCallError(f"{name}: {pname} must be a whole number, not "
                                     f"{short_repr(value)}.")
+            if not -(2**31) < value < 2**31:  # a whole number, only far out of any range
+                raise ToolCallError(f"{name}: {pname} {short_repr(value)} is out of range.")
         else:
             if type(value) is not str:
                 raise ToolCallError(f"{name}: {pname} must be text, not {short_repr(value)}.")
