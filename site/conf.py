@@ -26,7 +26,7 @@ myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 
 exclude_patterns = ["_build", "_include/**", "**.ipynb_checkpoints"]
-# Links from the included README point at repository files that are not pages of the site.
+# The reference pages name repository files (`bureau/...`) that are not pages of the site.
 suppress_warnings = ["myst.xref_missing", "myst.header"]
 
 html_theme = "sphinx_book_theme"

@@ -6,8 +6,8 @@ plain ``sqlite3`` on the real file: rewriting an entry and recomputing every pla
 cutting the chain short, wiping it, deleting a revocation row, resetting a budget row, inserting
 a grant row, swapping a case's incarnation. Each must be refused with a typed error naming what
 failed, and never act on the forged state. The last tests show the limits: the key file's
-permissions are enforced, and an actor who also holds the key forges undetected (README, threat
-model).
+permissions are enforced, and an actor who also holds the key forges undetected
+(docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def test_an_old_unkeyed_ledger_is_verified_anchored_and_signed_once(tmp_path):
 
 
 def test_a_holder_of_the_key_forges_undetected(chain, tmp_path):
-    """Not detected, by design (README, threat model): the key is the trust root."""
+    """Not detected, by design (docs/threat-model.md): the key is the trust root."""
     key = bytes.fromhex((tmp_path / "audit.key").read_text().strip())
     db = _sql(chain.path)
     rows = [dict(r) for r in db.execute("SELECT * FROM audit ORDER BY seq")]

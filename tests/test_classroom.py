@@ -236,7 +236,7 @@ def test_raw_sql_with_one_learners_account_reaches_nothing_of_another(classroom,
 def test_known_gap_the_process_list_shows_every_session_s_statement(classroom, learned):
     """seekdb 1.4 shows every session's statement to every account (MySQL would need the
     PROCESS privilege, which no learner has): a learner polling it can catch another's SQL in
-    flight. Documented in the README's threat model; this test says when it stops holding."""
+    flight. Documented in docs/classroom.md's threat model; this test says when it stops holding."""
     marker = "statement-of-ben-in-flight"
     ben = _login(classroom, "ben")
     sleeper = threading.Thread(

@@ -1,7 +1,7 @@
 """The hand-judged reference samples (``bureau.leakage.judged``, ``data/leak_judgements/``).
 
 The files hold ids, judgements and reasons only; every id must resolve in the full datasets (a
-typo would silently shrink the sample), and the precision and recall the README quotes must come
+typo would silently shrink the sample), and the precision and recall the benchmarks page (docs/benchmarks.md) quotes must come
 out of the files again, recounted here with sklearn from the judgements and each check's flags.
 """
 
@@ -151,14 +151,14 @@ def _term_flags(labs) -> list[bool]:
 
 
 def _readme_revealed() -> str:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text()
     match = re.search(r"hand-judged sample of (\d+) revealed items.*?\n\n", readme, re.S)
-    assert match, "the README's leak-lab section quotes the revealed sample"
+    assert match, "the benchmarks page quotes the revealed sample"
     return " ".join(match.group(0).split())
 
 
 def test_revealed_figures_are_recomputed_from_the_file(labs):
-    """The README's figures for the revealed sample come out of revealed.csv again: the
+    """The benchmarks page's figures for the revealed sample come out of revealed.csv again: the
     judgements counted, term repetition's flags recounted and scored with sklearn."""
     j = load_judgements(REVEALED)
     hints = (j["judgement"] >= 1).tolist()

@@ -164,14 +164,36 @@ def test_picture_limits_are_enforced(tmp_path):
     assert any("over 300000" in p for p in sitebuild.picture_problems(manifest))
 
 
-def test_the_labs_page_includes_the_readme_section_it_names():
-    labs = (sitebuild.SITE / "labs.md").read_text(encoding="utf-8")
+def test_every_reference_page_is_on_the_site_and_the_readme_links_it(tmp_path):
+    """The README is the front door: every page of docs/ is in the site's index and linked from
+    the README, and the labs' tables live on the benchmarks page (issue 32)."""
+    pages = sorted(p.stem for p in (REPO / "docs").glob("*.md"))
+    assert {"installation", "threat-model", "benchmarks", "classroom", "architecture",
+            "tests"} <= set(pages)
+    index = (sitebuild.SITE / "index.md").read_text(encoding="utf-8")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for marker in ('"## Benchmarks"', '"## Threat model"'):
-        assert marker in labs
-        assert f"\n{marker.strip(chr(34))}\n" in readme, f"README lost its {marker} heading"
-    start = readme.index("\n## Benchmarks\n")
-    assert "| MAGPIE (200 scenarios)" in readme[start:readme.index("\n## Threat model\n")]
+    for page in pages:
+        assert f"docs/{page}\n" in index, f"docs/{page}.md is not in the site's toctree"
+        assert f"(docs/{page}.md)" in readme, f"README does not link docs/{page}.md"
+    assert len(readme.splitlines()) <= 250, "the README is the front door: at most 250 lines"
+    benchmarks = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert "| MAGPIE (200 scenarios)" in benchmarks
+
+
+def test_a_broken_internal_link_fails_the_check(tmp_path):
+    site = tmp_path / "html"
+    (site / "docs").mkdir(parents=True)
+    (site / "index.html").write_text(
+        '<a href="docs/a.html#here">ok</a> <a href="https://example.org/x">remote</a>'
+        '<a href="#top">self</a><span id="top"></span>')
+    (site / "docs" / "a.html").write_text(
+        '<h1 id="here">A</h1><a href="../index.html">up</a><a href="b.html">gone</a>'
+        '<a href="../index.html#nowhere">no anchor</a><a href="../../outside.html">out</a>')
+    (tmp_path / "outside.html").write_text("x")
+    found = sitebuild.broken_links(site)
+    assert found == ["docs/a.html: broken link: 'b.html'",
+                     "docs/a.html: broken link (no such anchor): '../index.html#nowhere'",
+                     "docs/a.html: broken link: '../../outside.html'"]
 
 
 def test_readers_see_neither_test_markers_nor_lab_style_anchors():

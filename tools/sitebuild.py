@@ -17,8 +17,9 @@ Why it is built this way:
   widget state papermill saved), or, where no picture was taken, by a one-line note. A manifest
   entry that matches no widget fails the build: a renamed widget cannot silently lose its
   picture.
-* **One source.** The glossary and the instructor kit are copied from ``notebooks/`` as pages;
-  the labs page includes the README's benchmark section with a MyST ``include`` directive.
+* **One source.** The glossary and the instructor kit are copied from ``notebooks/`` as pages,
+  and the reference pages from ``docs/`` (installation, threat model, benchmarks and labs, the
+  classroom, architecture, tests): the README is only the front door and links to them.
 * **Nothing of this machine.** Outputs are scrubbed (the data directory, the venv, the
   repository, the home and temporary folders, anything that looks like a key or token), then
   the whole built site is checked again (:func:`problems`) and the build fails on any hit, or on
@@ -52,6 +53,8 @@ SCREENSHOTS = REPO / "test-results" / "screenshots"
 LESSON_GLOB = "[0-9][0-9]_*.ipynb"
 PAGES = ("GLOSSARY.md", "INSTRUCTOR.md")
 """Markdown pages of notebooks/ the site shows beside the lessons (each only if it exists)."""
+DOCS = REPO / "docs"
+"""The reference pages (MyST Markdown); every ``docs/*.md`` becomes a page under ``docs/``."""
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 LESSON_ANCHOR = re.compile(r"(\.ipynb#)([^)\s]+)\)")
 NBVAL_MARKER = re.compile(r"^# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
@@ -140,9 +143,48 @@ class Scrubber:
         return nb
 
 
+HREF = re.compile(r'<a\b[^>]*?\bhref="([^"]*)"', re.IGNORECASE)
+ELEMENT_ID = re.compile(r'\bid="([^"]+)"')
+NOT_A_PAGE_LINK = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)
+"""``https:``, ``mailto:``, ``javascript:``, protocol-relative: not a page of this site."""
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every link from one page of the built site to another that does not resolve: a missing
+    file, or a ``#fragment`` no element of the target carries."""
+    ids: dict[Path, set[str]] = {}
+
+    def ids_of(page: Path) -> set[str]:
+        if page not in ids:
+            ids[page] = set(ELEMENT_ID.findall(page.read_text(encoding="utf-8", errors="replace")))
+        return ids[page]
+
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        for href in HREF.findall(page.read_text(encoding="utf-8", errors="replace")):
+            if not href or NOT_A_PAGE_LINK.match(href):
+                continue
+            target, _, fragment = html_unescape(href).partition("#")
+            path = (page.parent / target).resolve() if target else page
+            rel = page.relative_to(site)
+            if not path.is_relative_to(site.resolve()) or not path.is_file():
+                found.append(f"{rel}: broken link: {href!r}")
+            elif fragment and path.suffix == ".html" and fragment not in ids_of(path):
+                found.append(f"{rel}: broken link (no such anchor): {href!r}")
+    return found
+
+
+def html_unescape(href: str) -> str:
+    from html import unescape
+    from urllib.parse import unquote
+
+    return unquote(unescape(href))
+
+
 def problems(site: Path) -> list[str]:
-    """Every machine path, key-like string or remote asset in the built site (empty: clean)."""
-    found: list[str] = []
+    """Every machine path, key-like string, remote asset or broken internal link in the built
+    site (empty: clean)."""
+    found: list[str] = broken_links(site)
     for path in sorted(site.rglob("*")):
         if not path.is_file() or path.suffix not in SCANNED:
             continue
@@ -352,12 +394,13 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
     if src.exists():
         shutil.rmtree(src)
     (src / "lessons").mkdir(parents=True)
-    (src / "_include").mkdir()
-    for name in ("conf.py", "index.md", "labs.md"):
+    (src / "docs").mkdir()
+    for name in ("conf.py", "index.md"):
         shutil.copy(SITE / name, src / name)
     shutil.copytree(WIDGETS, src / "widgets", ignore=shutil.ignore_patterns("*.toml"))
-    (src / "_include" / "README.md").write_text(
-        scrub.text((REPO / "README.md").read_text(encoding="utf-8")), encoding="utf-8")
+    for page in sorted(DOCS.glob("*.md")):
+        (src / "docs" / page.name).write_text(scrub.text(page.read_text(encoding="utf-8")),
+                                              encoding="utf-8")
     for page in PAGES:
         if (NOTEBOOKS / page).is_file():
             text = (NOTEBOOKS / page).read_text(encoding="utf-8")

@@ -102,7 +102,7 @@ def static_rows() -> list[dict[str, Any]]:
 
 def bench_rows() -> list[dict[str, Any]]:
     """A quick ``python -m bureau bench`` (one small size) on a throw-away store: the
-    interrogation / raw search p50 ratio (README target: <= 1.5)."""
+    interrogation / raw search p50 ratio (docs/benchmarks.md target: <= 1.5)."""
     with tempfile.TemporaryDirectory(prefix="bureau-targets-") as tmp:
         out = Path(tmp) / "out"
         cmd = [sys.executable, "-m", "bureau", "bench", *BENCH_ARGS, "--out", str(out),

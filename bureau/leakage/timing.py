@@ -17,7 +17,7 @@ from typing import Any
 from bureau.leakage.result import LabResult
 
 TARGET_RATIO = 1.5
-"""Lab wall time / embedding-alone time the lab aims to stay under (README, Benchmarks)."""
+"""Lab wall time / embedding-alone time the lab aims to stay under (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)

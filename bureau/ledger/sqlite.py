@@ -129,5 +129,5 @@ def _damaged(path: Path, exc: BaseException) -> LedgerDamagedError:
     return LedgerDamagedError(
         f"The ledger {path} is damaged and cannot be read ({exc}).",
         "Move it aside and run `python -m bureau repair --adopt` to rebuild it from the card "
-        "store and the case snapshots (see README, 'Repairing a data directory').",
+        "store and the case snapshots (see docs/threat-model.md, 'Repairing a data directory').",
     )

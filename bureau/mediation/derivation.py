@@ -14,7 +14,7 @@ These links live in the stored metadata of the copies, not only in the ledger, s
 :func:`closure` can be computed from the card store alone: by ``revoke`` and ``expire`` (which
 then limit the whole closure in one ledger transaction) and by ``repair --adopt`` after the
 ledger was lost. Text a member retyped in other words is no copy and stays out of reach (the
-README's threat model says so).
+threat model, docs/threat-model.md, says so).
 
 A **tombstone** is a small card (owner :data:`TOMBSTONE_OWNER`, never searched, holding ids and
 no text of the cards it names) that records one revocation or expiry in the card store itself;

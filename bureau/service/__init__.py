@@ -3,7 +3,7 @@
 It decides which spaces a request may search and hands widgets, responders and the lab only the
 cards it decided they may see; it never imports PowerMem (the storage layer does).
 
-Threat model (README.md, "Threat model"):
+Threat model (docs/threat-model.md):
 
 * The operator is trusted: whoever holds a ``Bureau`` or a ``Case``, or can write the data
   directory. Nothing here protects anything from the operator.

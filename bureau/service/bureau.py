@@ -96,8 +96,8 @@ class Bureau:
                 "ledger was probably lost, replaced or damaged.",
                 "Nothing was changed. Run `python -m bureau repair` to see what was found; "
                 "`python -m bureau repair --adopt` re-registers cases whose snapshot survives, "
-                "`--purge-unknown` deletes the stray cards (see README, 'Repairing a data "
-                "directory').",
+                "`--purge-unknown` deletes the stray cards (see docs/threat-model.md, "
+                "'Repairing a data directory').",
             )
         return {"swept": swept, "unknown": 0}
 

@@ -12,7 +12,7 @@ is itself untrusted, with that card's tool source. A *passage* is any run of
 :data:`PASSAGE_CHARS` characters after case and white space are folded, or the whole card when
 it is shorter (but at least :data:`MIN_CARD_CHARS`). That catches a copy, in full or in part,
 which is what an obedient model produces; a paraphrase, like text retyped by hand, is outside
-what any label can follow (the README's threat model says so).
+what any label can follow (the threat model, docs/threat-model.md, says so).
 """
 
 from __future__ import annotations
