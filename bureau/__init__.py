@@ -3,6 +3,7 @@
 Start with ``Bureau.open()``, then ``bureau.load_scenario("safe-combination")``.
 """
 
+from . import moved
 from .errors import BureauError
 from .model import BOARD, Answer, Event, LLMExchange, MemoryCard, RetrievalTrace, ScopeResult
 from .service import Bureau, Case
@@ -22,3 +23,5 @@ __all__ = [
     "Settings",
 ]
 __version__ = "0.1.0"
+
+moved.install()  # old import paths of moved modules, with a DeprecationWarning

@@ -1,14 +1,10 @@
-"""Command line: ``python -m bureau demo``, ``bench``, ``injection``, ``poisoning``, ``peers``,
-``mcp``, ``classroom`` and ``repair``."""
+"""Command line: ``python -m bureau demo``, ``mcp``, ``classroom`` and ``repair``, and every lab
+(``bench``, ``leakage``, ``injection``, ``poisoning``, ``peers``: :data:`bureau.labs.LABS`)."""
 
 from __future__ import annotations
 
 import argparse
-import atexit
-import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from .errors import BureauError
@@ -19,35 +15,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="tell the safe-combination story with X-ray figures")
     demo.add_argument("--keep", action="store_true", help="keep the demo case afterwards")
-    bench = sub.add_parser("bench", help="interrogation and publish latency figures")
-    bench.add_argument("--sizes", default="100,1000,10000", help="cards per case, comma-separated")
-    bench.add_argument("--queries", type=int, default=40, help="timed questions per size")
-    bench.add_argument("--out", type=Path, default=Path("bench-results"),
-                       help="folder for bench.json and bench.csv")
-    bench.add_argument("--data-dir", type=Path, default=None,
-                       help="store to fill (default: a temporary one, removed afterwards)")
-    inj = sub.add_parser("injection", help="prompt-injection lab: the bureau vs a naive shared memory")
-    inj.add_argument("--scenarios", default="", help="scenario ids, comma-separated (default: all)")
-    inj.add_argument("--temperament", default="gullible", choices=["gullible", "obedient"],
-                     help="the stand-in model's temperament (ignored with BUREAU_LLM_MODEL)")
-    inj.add_argument("--targets", type=int, default=None, help="targets per scenario (default: all)")
-    inj.add_argument("--out", type=Path, default=Path("injection-results"),
-                     help="folder for injection.json, injection.csv and injection-summary.csv")
-    inj.add_argument("--data-dir", type=Path, default=None,
-                     help="store to use (default: a temporary one, removed afterwards)")
-    inj.add_argument("--own-only", action="store_true",
-                     help="the lab's own eight injections only (not AgentDojo's templates)")
-    from .poisoning.cli import add_arguments as poisoning_arguments
+    from .labs import LABS
 
-    poisoning_arguments(sub.add_parser(
-        "poisoning", help="memory-poisoning lab: poisoned tool output vs trust tiers, at retrieval"))
+    for lab in LABS:  # every lab alike: its cli module's add_arguments and run
+        lab.cli().add_arguments(sub.add_parser(lab.name, help=lab.help))
     mcp = sub.add_parser("mcp", help="serve one role's agent tools over MCP (stdio)")
     mcp.add_argument("--case", default=None, help="case id (default: $BUREAU_MCP_CASE)")
     mcp.add_argument("--role", default=None, help="role (default: $BUREAU_MCP_ROLE)")
-    from .peers.cli import add_arguments as peers_arguments
-
-    peers_arguments(sub.add_parser(
-        "peers", help="the same work through the bureau, mem0 and LangGraph's store"))
     from .classroom.cli import add_arguments as classroom_arguments
 
     classroom_arguments(sub.add_parser(
@@ -61,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="delete the cards of namespaces that stay unknown")
     args = parser.parse_args(argv)
     try:
+        lab = next((lab for lab in LABS if lab.name == args.command), None)
+        if lab is not None:
+            return int(lab.cli().run(args))
         if args.command == "classroom":
             from .classroom.cli import run as run_classroom
 
@@ -76,35 +53,10 @@ def main(argv: list[str] | None = None) -> int:
             from .mcp_server import serve_stdio
 
             return serve_stdio(args.case, args.role)
-        elif args.command == "peers":
-            from .peers.cli import run as run_peers
-
-            return run_peers(args)
-        elif args.command == "poisoning":
-            from .poisoning.cli import run as run_poisoning
-
-            return run_poisoning(args)
-        elif args.command == "injection":
-            from .course.injection import run_cli
-
-            print(run_cli(args.scenarios, args.temperament, args.targets, args.out, args.data_dir,
-                          external=not args.own_only))
         elif args.command == "demo":
             from .course.demo import run_demo
 
             print(run_demo(keep=args.keep))
-        else:
-            from .bench import format_table, run_bench
-
-            data_dir = args.data_dir
-            if data_dir is None:
-                data_dir = Path(tempfile.mkdtemp(prefix="bureau-bench-"))
-                atexit.register(shutil.rmtree, data_dir, True)
-            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-            rows = run_bench(sizes, args.queries, args.out, data_dir)
-            print(format_table(rows))
-            print(json.dumps(rows, indent=2))
-            print(f"(also written to {args.out}/bench.json and bench.csv)")
     except BureauError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -198,7 +198,7 @@ class MiniLMEncoder:
         )
         # Bulk jobs run whole batches side by side on single-threaded runs instead of splitting
         # every matrix product over the cores: a core taken by the store for a moment then slows
-        # one batch, not every operator of every batch (measured on MAGPIE, see bureau.leakage).
+        # one batch, not every operator of every batch (measured on MAGPIE, see bureau.labs.leakage).
         self.workers = workers or min(os.cpu_count() or 1, 4)
         self._model_path = str(model)
         self._bulk_session: Any = None

@@ -330,7 +330,7 @@ class Settings:
     def _join_classroom(self) -> None:
         """Point the store at the learner's tenant the connection file names (read and
         checked here, before anything opens: a loose or foreign file is refused)."""
-        from .classroom.connection import read_connection
+        from .tenancy.connection import read_connection
 
         if not isinstance(self.classroom, str | os.PathLike):
             raise ConfigurationError(f"classroom must be a connection file path, not "

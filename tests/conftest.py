@@ -131,7 +131,7 @@ def pytest_sessionfinish(session, exitstatus):
 def magpie_path() -> Path | None:
     """MAGPIE where the package looks for it (one rule: ``default_magpie_path``), or None."""
     from bureau.errors import ScenarioError
-    from bureau.leakage.magpie import default_magpie_path
+    from bureau.labs.leakage.datasets.magpie import default_magpie_path
 
     try:
         return default_magpie_path()

@@ -13,9 +13,9 @@ import pytest
 
 from bureau.agents.loop import run_tool_loop
 from bureau.agents.tools import IDENTITY_FIELDS, REQUESTER_TOOLS, ROLE_TOOLS, TOOLS, parse_call
-from bureau.course.standin_model import StandinModel
 from bureau.errors import ToolCallError
 from bureau.service.read_paths import as_text
+from bureau.standin.model import StandinModel
 
 SAFE_Q = "What is the combination of the safe in the study?"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bureau.errors import ScenarioError
-from bureau.leakage.agentsocialbench import (
+from bureau.labs.leakage.datasets.agentsocialbench import (
     FUZZY_THRESHOLD,
     IN_SCOPE,
     PairingStats,
@@ -26,8 +26,8 @@ from bureau.leakage.agentsocialbench import (
     to_lab_dataset,
     to_lab_scenarios,
 )
-from bureau.leakage.magpie import MagpieDataset, MagpieScenario
-from bureau.leakage.metrics import exposure_frame
+from bureau.labs.leakage.datasets.magpie import MagpieDataset, MagpieScenario
+from bureau.labs.leakage.metrics.metrics import exposure_frame
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "agentsocialbench_mini"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "agentsocialbench"

@@ -4,8 +4,8 @@ where it was checked; the labs quote the same objects."""
 from __future__ import annotations
 
 from bureau import anchors
-from bureau.leakage.paper import AGENTSOCIALBENCH_LEADERBOARD, PAPER
-from bureau.poisoning import anchors as poisoning_anchors
+from bureau.labs.leakage.report.paper import AGENTSOCIALBENCH_LEADERBOARD, PAPER
+from bureau.labs.poisoning import anchors as poisoning_anchors
 
 
 def test_every_anchor_is_defined_and_says_whether_it_was_checked():

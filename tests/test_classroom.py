@@ -23,9 +23,9 @@ import pytest
 from conftest import REPO, finish
 
 from bureau.classroom import instructor, tenants
-from bureau.classroom.connection import read_connection
 from bureau.errors import ClassroomError
 from bureau.settings import Settings
+from bureau.tenancy.connection import read_connection
 
 SECRETS = {"ann": "The vault key hangs behind the kitchen clock in the pantry.",
            "ben": "The getaway car waits at pier seven with a red tarpaulin."}

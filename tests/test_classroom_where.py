@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bureau.classroom.connection import TenantConnection, where_memory_lives
 from bureau.storage.files import write_private
+from bureau.tenancy.connection import TenantConnection, where_memory_lives
 
 
 def test_without_a_classroom_the_memory_is_the_learners_own_embedded_store():
@@ -25,8 +25,8 @@ def test_a_host_that_is_no_host_is_refused_typed_before_any_socket(tmp_path):
     and fail there with an untyped UnicodeError."""
     import pytest
 
-    from bureau.classroom.connection import read_connection
     from bureau.errors import ClassroomError
+    from bureau.tenancy.connection import read_connection
 
     for host in ("127.0.0.1/../x", "http://127.0.0.1", "a..b", "", " 127.0.0.1", "x" * 300):
         path = tmp_path / "bad.json"

@@ -22,8 +22,8 @@ from bureau.course.closing import (
     peer_reports,
     plot_peer_reports,
 )
-from bureau.course.standin_model import StandinModel
 from bureau.course.widgets.exercises import EXERCISES
+from bureau.standin.model import StandinModel
 
 CITED = {"mem0ai/mem0#3998", "mem0ai/mem0#3218", "mem0ai/mem0#3773", "crewAIInc/crewAI#2584",
          "crewAIInc/crewAI#5035", "ag-ui-protocol/ag-ui#2253", "letta-ai/letta-code#4267",

@@ -137,7 +137,7 @@ def test_both_stand_in_temperaments_are_stopped_only_by_the_defence(case, respon
     the run, without the in-run defence (``defend=False``, the negative control) the model's
     reply resting on the page is the role's answer; with it, the reply is rejected and the
     answer is not known."""
-    from bureau.course.standin_model import StandinModel
+    from bureau.standin.model import StandinModel
 
     with StandinModel(temperament) as model:
         responder(model.responder(defend=False))

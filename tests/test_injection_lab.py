@@ -17,11 +17,11 @@ import pytest
 from conftest import REPO
 
 from bureau.course import attacks
-from bureau.course import injection as lab
-from bureau.course.standin_model import StandinModel
 from bureau.course.widgets import EXERCISES, check
+from bureau.labs import injection as lab
 from bureau.responders.llm import role_of
 from bureau.scenario import load_scenario
+from bureau.standin.model import StandinModel
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
 ALL_SEEDS = {m.content for sid in SCENARIOS for _, m in load_scenario(sid).seeds()}
@@ -220,7 +220,7 @@ def test_exercise_check(bureau, case):
 
 def test_a_lesson_stand_in_is_never_mistaken_for_a_provider(bureau):
     """The lab inside lesson 06 runs while the lesson's own stand-in is the bureau's voice."""
-    from bureau.course.standin_model import use_voice
+    from bureau.standin.model import use_voice
 
     with use_voice(bureau, "obedient") as voice:
         assert voice.is_standin and lab.configured_provider(bureau) is None
@@ -235,8 +235,8 @@ def test_a_lesson_stand_in_is_never_mistaken_for_a_provider(bureau):
 def test_a_configured_provider_replaces_the_stand_in(bureau, monkeypatch):
     """BUREAU_LLM_MODEL + a key: the same lab and voice use the provider (here a stand-in
     server playing one, reached through Settings like any OpenAI-compatible endpoint)."""
-    from bureau.course.standin_model import use_voice
     from bureau.settings import LLMSettings
+    from bureau.standin.model import use_voice
 
     monkeypatch.setenv("BUREAU_TEST_PROVIDER_KEY", "k")
     original = bureau.settings

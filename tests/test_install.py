@@ -43,7 +43,7 @@ PROBE = """
 import json, sys
 import bureau
 from bureau import resources
-from bureau.leakage import lesson
+from bureau.labs.leakage import lesson
 from bureau.scenario import SCENARIO_DIR, list_scenarios, load_scenario
 print(json.dumps({
     "bureau": bureau.__file__,

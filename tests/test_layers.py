@@ -1,4 +1,4 @@
-"""The layers the README draws are the layers the code has (issues 10 and 18).
+"""The layers the architecture page draws are the layers the code has (issues 10, 18 and 32).
 
 The floors are declared once, in :data:`FLOORS`; every rule below reads them from there.
 
@@ -54,8 +54,8 @@ FLOORS: tuple[Floor, ...] = (
     Floor(0, "vocabulary: errors, text rules, value types, settings, shipped and data files, "
              "published anchors",
           ("bureau.errors", "bureau.text", "bureau.model", "bureau.settings", "bureau.resources",
-           "bureau.datafiles", "bureau.quotas", "bureau.anchors",
-           "bureau.classroom.connection")),
+           "bureau.datafiles", "bureau.quotas", "bureau.anchors", "bureau.figures",
+           "bureau.tenancy")),
     Floor(1, "domain rules without storage",
           ("bureau.embedding", "bureau.scenario", "bureau.scopes", "bureau.tiers",
            "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders")),
@@ -65,14 +65,14 @@ FLOORS: tuple[Floor, ...] = (
              "(server, accounts, the progress record in a tenant, the instructor's reads)",
           ("bureau.service", "bureau.service.rooms", "bureau.service.agent", "bureau.classroom"),
           inner=True),
-    Floor(4, "labs, course, bench, CLI, and the package's front door",
-          ("bureau.course", "bureau.leakage", "bureau.poisoning", "bureau.bench",
-           "bureau.peers", "bureau.mcp_server", "bureau.__main__", "bureau")),
+    Floor(4, "labs, the stand-in model, course, CLI, and the package's front door",
+          ("bureau.course", "bureau.labs", "bureau.standin", "bureau.mcp_server",
+           "bureau.__main__", "bureau.moved", "bureau")),
 )
 """The layer order, lowest first. A module may import its own floor and the floors below; only
 the inner floors may reach the gateway and the ledger (a lab goes through Bureau/Case)."""
 
-MEASURING_TOOLS = ("bureau.bench",)
+MEASURING_TOOLS = ("bureau.labs.bench",)
 """Compares the service with raw PowerMem calls, so it must reach the gateway's raw baseline."""
 STORAGE = ("bureau.storage",)
 STORAGE_LIBRARIES = ("powermem", "pyseekdb", "pylibseekdb", "pyobvector")
@@ -81,6 +81,9 @@ GATEWAY_AND_LEDGER = next(f for f in FLOORS if f.level == 2).modules
 ROOMS = "bureau.service.rooms"
 ROOMS_NEVER_IMPORT = ("bureau.service.case", "bureau.service.bureau", "bureau.service.agent")
 """A room is built from a narrow CaseContext, never from the whole case (design 18)."""
+
+HOUSE, HOUSE_RULES, room_of = ig.HOUSE, ig.HOUSE_RULES, ig.room_of
+"""The house's rooms and one-way rules live in tools/import_graph.py (it prints them)."""
 
 KNOWN_BREACHES: dict[tuple[str, str], str] = {}
 """(importer, imported) pairs that break the table today, each with why; every one must still
@@ -142,6 +145,21 @@ def upward_imports(pkg: ig.Package) -> list[Breach]:
                     "upward", name, pkg.modules[name].rel, imp.line,
                     f"floor {here.level} imports {pkg.provider(imp.target)} (floor {there.level},"
                     f" {imp.kind} {imp.form})", pkg.provider(imp.target)))
+    return out
+
+
+def house_imports_against_the_flow(pkg: ig.Package) -> list[Breach]:
+    """An import a room's rule forbids (:data:`HOUSE_RULES`), by any form the source shows."""
+    out = []
+    for name, imps in pkg.imports.items():
+        here = room_of(name)
+        for imp in imps:
+            there = room_of(pkg.provider(imp.target))
+            if there in HOUSE_RULES.get(here, ()):
+                out.append(Breach(
+                    "house", name, pkg.modules[name].rel, imp.line,
+                    f"{here} imports {pkg.provider(imp.target)} ({there}; {imp.kind} {imp.form})",
+                    pkg.provider(imp.target)))
     return out
 
 
@@ -263,6 +281,7 @@ def missing_modules(pkg: ig.Package) -> list[Breach]:
 
 RULES: dict[str, Callable[[ig.Package], list[Breach]]] = {
     "upward": upward_imports,
+    "house": house_imports_against_the_flow,
     "outer": outer_touches_gateway_or_ledger,
     "storage-sdk": storage_libraries_outside_storage,
     "room": rooms_import_the_case,
@@ -360,15 +379,15 @@ def test_notebooks_use_only_the_public_api():
 
 CAUGHT = {
     "lab imports the gateway (import x.y)": (
-        "outer", [("leakage/x.py", "import bureau.storage.gateway\n")]),
+        "outer", [("labs/leakage/x.py", "import bureau.storage.gateway\n")]),
     "widget imports the ledger (from ...ledger)": (
         "outer", [("course/widgets/x.py", "from ...ledger import Tx\n")]),
     "course module imports the ledger (from ..ledger)": (
         "outer", [("course/x.py", "from ..ledger import Tx\n")]),
     "widget's `from ..ledger` is one dot short": (
         "missing", [("course/widgets/x.py", "from ..ledger import Tx\n")]),
-    "lab imports the ledger package (from .. import ledger)": (
-        "outer", [("leakage/x.py", "from .. import ledger\n")]),
+    "lab imports the ledger package (from ... import ledger)": (
+        "outer", [("labs/leakage/x.py", "from ... import ledger\n")]),
     "room imports the case": (
         "room", [("service/rooms/x.py", "from ..case import Case\n")]),
     "room imports the case through the service package": (
@@ -379,9 +398,9 @@ CAUGHT = {
         "room", [("service/rooms/x.py",
                   "from ... import service as svc\nCase = getattr(svc, 'case')\n")]),
     "storage imports a lab": (
-        "upward", [("storage/x.py", "from ..leakage import runner\n")]),
+        "upward", [("storage/x.py", "from ..labs.leakage import runner\n")]),
     "storage imports a lab in a function": (
-        "upward", [("storage/x.py", "def f():\n    from bureau.leakage import runner\n")]),
+        "upward", [("storage/x.py", "def f():\n    from bureau.labs.leakage import runner\n")]),
     "rules import the case under TYPE_CHECKING": (
         "upward", [("tiers/x.py", "from typing import TYPE_CHECKING\n"
                                   "if TYPE_CHECKING:\n    from ..service.case import Case\n")]),
@@ -390,13 +409,27 @@ CAUGHT = {
                             "def f():\n    return importlib.import_module('bureau.service')\n")]),
     "rules import a lab by a relative import_module": (
         "upward", [("scopes/x.py", "from importlib import import_module\n"
-                                   "m = import_module('..leakage', __package__)\n")]),
+                                   "m = import_module('..labs', __package__)\n")]),
     "rules import the course by __import__": (
         "upward", [("agents/x.py", "__import__('bureau.course.cast')\n")]),
     "rules import the front door (from bureau import Bureau)": (
         "upward", [("mediation/x.py", "from bureau import Bureau\n")]),
     "a lab uses .gateway": (
-        "outer", [("leakage/x.py", "def f(b):\n    return b.gateway\n")]),
+        "outer", [("labs/leakage/x.py", "def f(b):\n    return b.gateway\n")]),
+    "the core imports a lab (in a function)": (
+        "house", [("service/x.py", "def f():\n    from ..labs.leakage import runner\n")]),
+    "the core imports the course": (
+        "house", [("mediation/x.py", "from ..course import cast\n")]),
+    "the core imports the classroom (as the bureau's opening once did)": (
+        "house", [("service/x.py", "def f():\n    from ..classroom.progress import rows\n")]),
+    "the core imports the stand-in model under TYPE_CHECKING": (
+        "house", [("responders/x.py", "from typing import TYPE_CHECKING\n"
+                                      "if TYPE_CHECKING:\n    from ..standin.model import M\n")]),
+    "a lab imports the course": (
+        "house", [("labs/injection/x.py", "from ...course.widgets.exercises import register\n")]),
+    "a lab imports the course by import_module": (
+        "house", [("labs/x.py", "import importlib\n"
+                                "m = importlib.import_module('bureau.course.cast')\n")]),
     "the service imports PowerMem": (
         "storage-sdk", [("service/x.py", "def f():\n    import powermem\n")]),
     "a private name imported across modules": (
@@ -419,11 +452,12 @@ def test_the_checker_catches(package, rule, sources):
 
 
 CLEAN = [
-    ("leakage/x.py",
-     "import importlib\nfrom typing import TYPE_CHECKING\n\nfrom ..errors import BureauError\n"
-     "from ..service import Bureau, Case\n\nif TYPE_CHECKING:\n    from ..model import MemoryCard\n"
-     "\n\ndef f(case: Case) -> None:\n    from ..course.widgets import plots\n"
+    ("labs/leakage/x.py",
+     "import importlib\nfrom typing import TYPE_CHECKING\n\nfrom ...errors import BureauError\n"
+     "from ...service import Bureau, Case\n\nif TYPE_CHECKING:\n    from ...model import MemoryCard\n"
+     "\n\ndef f(case: Case) -> None:\n    from ...standin import model\n"
      "    importlib.import_module('bureau.scenario')\n    return case.cards('x')\n"),
+    ("course/x.py", "from ..labs.leakage import lesson\nfrom ..classroom import progress\n"),
     ("service/rooms/x.py",
      "from ...errors import BureauError\nfrom ...ledger import CaseRecord\n"
      "from ...storage.gateway import MemoryGateway\n\n\nclass Room:\n"
@@ -448,11 +482,12 @@ def test_clean_modules_pass(package):
 CYCLES = {
     "a function-level import closes a loop": (
         (ig.RUNTIME, ig.FUNCTION),
-        [("leakage/x.py", "from . import y\n"), ("leakage/y.py", "def f():\n    from . import x\n")]),
+        [("labs/leakage/x.py", "from . import y\n"),
+         ("labs/leakage/y.py", "def f():\n    from . import x\n")]),
     "a TYPE_CHECKING import closes a loop": (
         ig.KINDS,
-        [("leakage/x.py", "from .y import Y\n"),
-         ("leakage/y.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        [("labs/leakage/x.py", "from .y import Y\n"),
+         ("labs/leakage/y.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                           "    from .x import X\n")]),
 }
 

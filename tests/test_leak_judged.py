@@ -1,4 +1,4 @@
-"""The hand-judged reference samples (``bureau.leakage.judged``, ``data/leak_judgements/``).
+"""The hand-judged reference samples (``bureau.labs.leakage.metrics.judged``, ``data/leak_judgements/``).
 
 The files hold ids, judgements and reasons only; every id must resolve in the full datasets (a
 typo would silently shrink the sample), and the precision and recall the benchmarks page (docs/benchmarks.md) quotes must come
@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import precision_score, recall_score
 
-from bureau.leakage.judged import (
+from bureau.labs.leakage.datasets.labset import LabAgent, LabItem, LabScenario, LabSet
+from bureau.labs.leakage.metrics.judged import (
     ABSTRACTIONS,
     COLUMNS,
     REVEALED,
@@ -23,8 +24,7 @@ from bureau.leakage.judged import (
     judged_revealed,
     load_judgements,
 )
-from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
-from bureau.leakage.repetition import known_names, raw_texts, repeated_terms
+from bureau.labs.leakage.metrics.repetition import known_names, raw_texts, repeated_terms
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
@@ -106,7 +106,7 @@ def test_checks_on_nothing_are_nan_not_zero():
 
 @pytest.fixture(scope="module")
 def labs():
-    from bureau.leakage.convert import load_lab
+    from bureau.labs.leakage.datasets.convert import load_lab
 
     magpie = Path(os.environ.get("BUREAU_MAGPIE", SHARED / "magpie" / "magpie.tsv"))
     social = Path(os.environ.get("BUREAU_AGENTSOCIALBENCH", SHARED / "agentsocialbench"))

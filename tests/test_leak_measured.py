@@ -1,4 +1,4 @@
-"""Policy e beside what could fail (``bureau.leakage.measured``), on hand-made decision tables.
+"""Policy e beside what could fail (``bureau.labs.leakage.policies.measured``), on hand-made decision tables.
 
 * e's wiring check counts private-card decisions (not every decision) and a revealed private
   card shows up in it;
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
-from bureau.leakage.measured import (
+from bureau.labs.leakage.datasets.labset import LabAgent, LabItem, LabScenario, LabSet
+from bureau.labs.leakage.policies.measured import (
     CONTENT_COLUMNS,
     SENSITIVE_CATEGORIES,
     best_threshold,
@@ -28,7 +28,7 @@ from bureau.leakage.measured import (
     recall_by_k,
     split_of,
 )
-from bureau.leakage.result import DECISION_COLUMNS, LabResult, Timings
+from bureau.labs.leakage.result import DECISION_COLUMNS, LabResult, Timings
 
 
 def _ids() -> tuple[str, str]:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bureau.leakage.magpie import load_magpie
-from bureau.leakage.metrics import (
+from bureau.labs.leakage.datasets.magpie import load_magpie
+from bureau.labs.leakage.metrics.metrics import (
     COLUMNS,
     bootstrap_auroc,
     bootstrap_rates,

@@ -1,4 +1,4 @@
-"""Abstraction leakage as term repetition (``bureau.leakage.repetition``), by hand.
+"""Abstraction leakage as term repetition (``bureau.labs.leakage.metrics.repetition``), by hand.
 
 The issue's cases: a first name both sides know is not a leak; a fact repeated in plain words
 ("She has endometriosis", "filed for bankruptcy", a number written out) is, although the mediator's
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
-from bureau.leakage.repetition import (
+from bureau.labs.leakage.datasets.labset import LabAgent, LabItem, LabScenario, LabSet
+from bureau.labs.leakage.metrics.repetition import (
     abstraction_table,
     content_terms,
     known_names,
@@ -19,7 +19,7 @@ from bureau.leakage.repetition import (
     repetition_rate,
     repetition_summary,
 )
-from bureau.leakage.result import DECISION_COLUMNS, LabResult, Timings
+from bureau.labs.leakage.result import DECISION_COLUMNS, LabResult, Timings
 from bureau.mediation.abstraction import leaked_terms
 
 
@@ -95,8 +95,8 @@ def test_lab_table_and_summary_by_hand():
 def test_agentsocialbench_people_are_read_from_the_files():
     from conftest import REPO
 
-    from bureau.leakage.agentsocialbench import load_agentsocialbench
-    from bureau.leakage.convert import load_lab
+    from bureau.labs.leakage.datasets.agentsocialbench import load_agentsocialbench
+    from bureau.labs.leakage.datasets.convert import load_lab
 
     data = load_agentsocialbench(REPO / "data" / "agentsocialbench_mini")
     cross_user = [s for s in data.scenarios if s.category == "cross_user"]

@@ -3,7 +3,7 @@
 * fast: the MAGPIE -> Bureau mapping, the query definition, the mini set end to end in this
   process (the exhaustive boundary probe included), the AgentSocialBench mini sample through the
   same runner, a hand-built lab set (no MAGPIE object: what a second benchmark's converter would
-  hand the runner) with a planted leak the probe must find, and ``python -m bureau.leakage`` on
+  hand the runner) with a planted leak the probe must find, and ``python -m bureau.labs.leakage`` on
   both mini samples in a subprocess with its own store;
 * full MAGPIE (marked ``slow``, skipped only when the data is absent): policies b-d leak no
   private item to any requester, checked by id, by card body and by scope; the shared pool does
@@ -27,9 +27,9 @@ from conftest import REPO, magpie_path
 from sklearn.metrics import roc_auc_score
 
 from bureau.embedding import MiniLMEncoder, shared_minilm
-from bureau.leakage.__main__ import main
-from bureau.leakage.agentsocialbench import load_agentsocialbench, pairing_stats
-from bureau.leakage.convert import (
+from bureau.labs.leakage.cli import main
+from bureau.labs.leakage.datasets.agentsocialbench import load_agentsocialbench, pairing_stats
+from bureau.labs.leakage.datasets.convert import (
     benchmark_of,
     load_lab,
     query_text,
@@ -38,24 +38,24 @@ from bureau.leakage.convert import (
     to_bureau_scenario,
     to_lab,
 )
-from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
-from bureau.leakage.magpie import MagpieScenario, load_magpie, subset
-from bureau.leakage.policies import (
+from bureau.labs.leakage.datasets.labset import LabAgent, LabItem, LabScenario, LabSet
+from bureau.labs.leakage.datasets.magpie import MagpieScenario, load_magpie, subset
+from bureau.labs.leakage.policies.policies import (
     BUREAU_POLICIES,
     POLICIES,
     PROBE_LIMIT,
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
-from bureau.leakage.report import SUMMARY_COLUMNS, probe_summary, relevance, summarize
-from bureau.leakage.runner import (
+from bureau.labs.leakage.policies.shared_pool import pool_ranks
+from bureau.labs.leakage.report.report import SUMMARY_COLUMNS, probe_summary, relevance, summarize
+from bureau.labs.leakage.runner import (
     PIPELINE_CHUNK_CAP,
     REQUEST_COLUMNS,
     RETRIEVAL_COLUMNS,
     _chunks,
     lab_texts,
     leaked_contents,
-    pool_ranks,
     run_lab,
     run_labs,
 )
@@ -398,7 +398,7 @@ def test_probe_finds_a_planted_leak(bureau):
 def test_command_on_both_mini_samples(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "bureau.leakage", "--dataset", str(MINI), "--dataset",
+        [sys.executable, "-m", "bureau.labs.leakage", "--dataset", str(MINI), "--dataset",
          str(SOCIAL_MINI), "--out", str(out), "--data-dir", str(tmp_path / "data"), "--quiet"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
@@ -573,7 +573,7 @@ def test_full_relevance_auroc_matches_an_independent_computation(full, magpie):
 
 def test_lesson_exercise_solution_passes_and_none_does_not(bureau, mini):
     from bureau.course.widgets import EXERCISES, check
-    from bureau.leakage.lesson import threshold_sweep
+    from bureau.labs.leakage.lesson import threshold_sweep
 
     case = bureau.load_scenario("safe-combination")
     try:
@@ -597,7 +597,7 @@ def test_lesson_exercise_solution_passes_and_none_does_not(bureau, mini):
 def test_lesson_reads_the_data_from_a_given_path_and_says_when_it_falls_back(tmp_path):
     """Lesson 05's "get the data": a path the learner gives wins; a wrong one falls back to the
     bundled mini set with a note naming the path tried (never silently)."""
-    from bureau.leakage.lesson import MINI, SOCIAL_MINI, load_dataset, load_second_benchmark
+    from bureau.labs.leakage.lesson import MINI, SOCIAL_MINI, load_dataset, load_second_benchmark
 
     given, note = load_dataset(str(MINI))
     assert note.startswith("Using MAGPIE") and len(given) == len(load_magpie(MINI))
@@ -613,7 +613,7 @@ def test_lesson_reads_the_data_from_a_given_path_and_says_when_it_falls_back(tmp
 
 def test_c_versus_d_reads_the_run(mini):
     """The line lesson 05 prints to explain d beside c: its counts are the run's own."""
-    from bureau.leakage.lesson import c_versus_d
+    from bureau.labs.leakage.lesson import c_versus_d
 
     rows = summarize(mini).set_index("policy")
     line = c_versus_d(mini)

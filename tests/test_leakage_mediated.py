@@ -17,17 +17,17 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from bureau.leakage.convert import load_lab
-from bureau.leakage.labset import LabAgent, LabItem, LabScenario, LabSet
-from bureau.leakage.mediated import (
+from bureau.labs.leakage.datasets.convert import load_lab
+from bureau.labs.leakage.datasets.labset import LabAgent, LabItem, LabScenario, LabSet
+from bureau.labs.leakage.policies.mediated import (
     DECISION_COLUMNS,
     lab_mediator,
     leaked_abstractions,
     mediated_summary,
 )
-from bureau.leakage.policies import MEDIATED
-from bureau.leakage.report import summary_table
-from bureau.leakage.runner import LabResult, Timings, run_lab
+from bureau.labs.leakage.policies.policies import MEDIATED
+from bureau.labs.leakage.report.report import summary_table
+from bureau.labs.leakage.runner import LabResult, Timings, run_lab
 from bureau.mediation.mediator import PolicyMediator
 from bureau.mediation.policy import parse_policy
 from bureau.scenario import parse_scenario
@@ -186,7 +186,7 @@ def test_lab_policy_file_is_valid_and_ships():
 def test_mini_content_mediator_is_scored_against_the_labels(mini):
     """The run scores every item for the content mediator (labels hidden) and e's figures beside
     it come from the same decisions; e's rule reproduces the service's recorded actions."""
-    from bureau.leakage.measured import measured_summary
+    from bureau.labs.leakage.policies.measured import measured_summary
 
     content = mini.content
     assert content is not None and len(content) == len(mini.lab.items)

@@ -89,7 +89,7 @@ def test_the_exchange_records_exactly_what_was_sent_and_received(llm_case, chat)
 
 @pytest.fixture
 def standin_case(bureau, case):
-    from bureau.course.standin_model import StandinModel
+    from bureau.standin.model import StandinModel
 
     original = bureau.responder
     with StandinModel("obedient") as model:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bureau.errors import ScenarioError
-from bureau.leakage.magpie import (
+from bureau.labs.leakage.datasets.magpie import (
     default_magpie_path,
     domain_of,
     item_text,

@@ -395,7 +395,7 @@ def test_lesson_07_mediation_lab_names_the_wiring_check(bureau):
     (named as one, 0 raw private reveals), its cases are deleted, and the plot draws the random
     line beside the content mediator."""
     from bureau.course.purpose import mediation_lab
-    from bureau.leakage.lesson import MINI
+    from bureau.labs.leakage.lesson import MINI
 
     before = {c.case_id for c in bureau.cases()}
     lab = mediation_lab(bureau, limit=10, path=str(MINI))

@@ -20,8 +20,8 @@ from conftest import REPO
 
 import bureau.course.beyond  # noqa: F401  (registers lesson 08's exercise)
 import bureau.course.closing  # noqa: F401  (registers lesson 09's exercise)
-import bureau.course.injection  # noqa: F401  (registers lesson 06's exercise)
 import bureau.course.purpose  # noqa: F401  (registers lesson 07's exercise)
+import bureau.labs.injection  # noqa: F401  (registers lesson 06's exercise)
 
 NB_DIR = REPO / "notebooks"
 LESSONS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -217,16 +217,16 @@ def test_notebook_imports_are_used(path: Path):
 
 
 def test_lesson_05_takes_the_lab_from_one_module():
-    """The lab's modules may be split or renamed: lesson 05 only knows bureau.leakage.lesson."""
+    """The lab's modules may be split or renamed: lesson 05 only knows bureau.labs.leakage.lesson."""
     code = _code_without_magics(nbformat.read(NB_DIR / "05_measuring_leakage.ipynb", as_version=4))
     lab = [
         (node.module, alias.name) for node in ast.walk(ast.parse(code))
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bureau.leakage")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bureau.labs.leakage")
         for alias in node.names
     ]
-    assert lab and all(m == "bureau.leakage.lesson" or (m, n) == ("bureau.leakage", "lesson")
+    assert lab and all(m == "bureau.labs.leakage.lesson" or (m, n) == ("bureau.labs.leakage", "lesson")
                        for m, n in lab), lab
-    assert "import bureau.leakage" not in code
+    assert "import bureau.labs.leakage" not in code
 
 
 def test_stage_notebook_uses_only_the_stage():

@@ -22,9 +22,9 @@ import pytest
 if not (importlib.util.find_spec("mem0") and importlib.util.find_spec("langgraph")):
     pytest.skip("the peers extra is not installed", allow_module_level=True)
 
-from bureau.peers.corpus import magpie_slice, shipped_cases  # noqa: E402
-from bureau.peers.report import format_table, write_report  # noqa: E402
-from bureau.peers.runner import _any_drawn, run_peers  # noqa: E402
+from bureau.labs.peers.corpus import magpie_slice, shipped_cases  # noqa: E402
+from bureau.labs.peers.report import format_table, write_report  # noqa: E402
+from bureau.labs.peers.runner import _any_drawn, run_peers  # noqa: E402
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "magpie_mini"
 

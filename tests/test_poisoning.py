@@ -27,8 +27,7 @@ import pytest
 from conftest import REPO
 
 from bureau.errors import ScenarioError, UnknownCaseError
-from bureau.model import MemoryCard
-from bureau.poisoning.attack import (
+from bureau.labs.poisoning.attack import (
     craft_poison,
     craft_trigger_poison,
     is_poison,
@@ -40,8 +39,8 @@ from bureau.poisoning.attack import (
     states_payload,
     triggered,
 )
-from bureau.poisoning.corpus import RARE, TOPICAL, build_corpus, slices, spread
-from bureau.poisoning.metrics import (
+from bureau.labs.poisoning.corpus import RARE, TOPICAL, build_corpus, slices, spread
+from bureau.labs.poisoning.metrics import (
     ROW_COLUMNS,
     VOICES,
     Hit,
@@ -54,7 +53,7 @@ from bureau.poisoning.metrics import (
     top_k,
     trial_totals,
 )
-from bureau.poisoning.runner import (
+from bureau.labs.poisoning.runner import (
     CLEAN,
     CONFIGS,
     IN_RUN,
@@ -65,6 +64,7 @@ from bureau.poisoning.runner import (
     run_poisoning,
     shared_rule,
 )
+from bureau.model import MemoryCard
 from bureau.resources import shipped_path
 from bureau.tiers import PromotionRule
 
@@ -381,7 +381,7 @@ def test_rare_trigger_figures_come_from_the_stored_top_k(mini_result):
     """The rare-trigger ablation's figures, recomputed from the top-k rows the real run stored
     (one row per returned card): AgentPoison's reading (every top-k card poisoned), rank 1 and
     at least one in the top-k, for triggered questions and their untriggered twins."""
-    from bureau.poisoning.report import summary_table
+    from bureau.labs.poisoning.report import summary_table
 
     summary = summary_table(mini_result)
     mine = summary[(summary["scope"] == "all") & (summary["attack"] == RARE)].set_index("config")
@@ -415,7 +415,7 @@ def test_lab_cases_are_deleted_with_cleanup(bureau, mini_result):
 
 
 def test_outputs_from_a_real_run(mini_result, tmp_path):
-    from bureau.poisoning.report import summary_table, write_outputs
+    from bureau.labs.poisoning.report import summary_table, write_outputs
 
     paths = write_outputs(mini_result, tmp_path, {"command": "test", "notes": []})
     for path in paths.values():
@@ -475,7 +475,7 @@ def test_cli_end_to_end_in_its_own_store(tmp_path):
 
 
 def test_wilson_interval_by_hand():
-    from bureau.poisoning.metrics import wilson
+    from bureau.labs.poisoning.metrics import wilson
 
     lo, hi = wilson(0, 120)
     assert lo == 0.0 and hi == pytest.approx(0.0310, abs=5e-4)  # 3.84 / 123.84
@@ -487,7 +487,7 @@ def test_wilson_interval_by_hand():
 
 
 def test_lesson_helper_two_calls(bureau, mini_result):
-    from bureau.poisoning.lesson import (
+    from bureau.labs.poisoning.lesson import (
         plot_poisoning,
         plot_trigger_ablation,
         poisoning_table,

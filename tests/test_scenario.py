@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import yaml
 
-from bureau import scenario as scenario_mod
 from bureau.errors import ScenarioError
 from bureau.model import BOARD
 from bureau.scenario import (
@@ -27,6 +26,7 @@ from bureau.scenario import (
     load_scenario,
     parse_scenario,
 )
+from bureau.scenario import loading as scenario_mod
 
 SHIPPED = {"safe-combination", "the-mole", "ward-seven"}
 NAME_HINT = "Use 1-32 lowercase letters, digits, '-' or '_', starting with a letter."

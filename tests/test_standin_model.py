@@ -13,15 +13,15 @@ import time
 
 import pytest
 
-from bureau.course.standin_model import (
+from bureau.errors import InvalidArgumentError
+from bureau.responders.llm import SYSTEM, build_messages, role_of
+from bureau.standin.model import (
     MODEL,
     StandinModel,
     find_orders,
     gullible_reply,
     obedient_reply,
 )
-from bureau.errors import InvalidArgumentError
-from bureau.responders.llm import SYSTEM, build_messages, role_of
 
 PACKET = [
     {"ref": "e1", "source": "your private memory",

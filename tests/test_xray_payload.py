@@ -9,10 +9,10 @@ import html
 
 import pytest
 
-from bureau.course.standin_model import StandinModel
 from bureau.course.widgets import make_xray, xray_html
 from bureau.course.widgets.xray import payload_html
 from bureau.responders.llm import SYSTEM
+from bureau.standin.model import StandinModel
 
 SAFE_Q = "What is the combination of the safe in the study?"
 

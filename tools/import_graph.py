@@ -341,3 +341,64 @@ def cycles(package: Package, kinds: Iterable[str] = KINDS,
             steps.append(f"({package.modules[a].rel}:{imp.line} {imp.kind}) {b}")
         out.append(Cycle(frozenset(group), tuple(steps), frozenset(used)))
     return out
+
+
+# --- the house: rooms beside the core, and which way imports may go (issue 32) -----------------
+HOUSE: dict[str, tuple[str, ...]] = {
+    "labs": ("bureau.labs", "bureau.standin"),
+    "course": ("bureau.course",),
+    "classroom": ("bureau.classroom",),
+    "front door": ("bureau.__main__", "bureau.mcp_server", "bureau.moved"),
+}
+"""The rooms of the house beside the core (every other module; ``bureau/__init__`` is the front
+door too): what measures isolation (the labs, and the stand-in model they and the lessons use),
+what teaches it (the course), what serves it to a room (the classroom)."""
+HOUSE_RULES: dict[str, tuple[str, ...]] = {
+    "core": ("labs", "course", "classroom", "front door"),
+    "labs": ("course", "front door"),
+}
+"""Imports go one way: the core never imports the labs, the course or the classroom; a lab never
+imports the course (the course may import a lab, never the reverse)."""
+ROOM_ORDER = ("core", "labs", "classroom", "course", "front door")
+
+
+def room_of(dotted: str) -> str:
+    """The room of the house a module sits in (``core`` unless :data:`HOUSE` names it)."""
+    if dotted == ROOT:
+        return "front door"
+    return next((room for room, prefixes in HOUSE.items()
+                 if any(dotted == p or dotted.startswith(p + ".") for p in prefixes)), "core")
+
+
+def room_edges(package: Package) -> dict[tuple[str, str], int]:
+    """How many imports lead from each room to each other room (any kind)."""
+    counts: dict[tuple[str, str], int] = {}
+    for src, targets in package.edges(KINDS).items():
+        for dst, imps in targets.items():
+            a, b = room_of(src), room_of(dst)
+            if a != b:
+                counts[(a, b)] = counts.get((a, b), 0) + len(imps)
+    return counts
+
+
+def main() -> int:
+    """``python tools/import_graph.py``: the rooms, their sizes, and the imports between them;
+    exit 1 when an import runs against :data:`HOUSE_RULES`."""
+    package = Package.load(Path(__file__).resolve().parent.parent / ROOT)
+    sizes: dict[str, int] = {}
+    for name in package.modules:
+        sizes[room_of(name)] = sizes.get(room_of(name), 0) + 1
+    print("rooms (modules): " + ", ".join(f"{r} ({sizes.get(r, 0)})" for r in ROOM_ORDER))
+    edges = room_edges(package)
+    print(f"{'from':<12}{'to':<12}{'imports':>8}  allowed")
+    bad = 0
+    for (a, b), n in sorted(edges.items(), key=lambda e: (ROOM_ORDER.index(e[0][0]),
+                                                          ROOM_ORDER.index(e[0][1]))):
+        ok = b not in HOUSE_RULES.get(a, ())
+        bad += not ok
+        print(f"{a:<12}{b:<12}{n:>8}  {'yes' if ok else 'NO'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

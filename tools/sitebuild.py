@@ -384,8 +384,13 @@ def for_reader(cell: nbformat.NotebookNode) -> str:
     """
     if cell.cell_type == "code":
         return NBVAL_MARKER.sub("", cell.source)
+    return site_anchors(cell.source)
+
+
+def site_anchors(markdown: str) -> str:
+    """Links to a lesson's heading with the site's anchor (a slug) instead of JupyterLab's."""
     return LESSON_ANCHOR.sub(
-        lambda m: m.group(1) + m.group(2).lower().replace(" ", "-") + ")", cell.source)
+        lambda m: m.group(1) + m.group(2).lower().replace(" ", "-") + ")", markdown)
 
 
 def assemble(executed: Path, src: Path, scrub: Scrubber,
@@ -403,7 +408,7 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
                                               encoding="utf-8")
     for page in PAGES:
         if (NOTEBOOKS / page).is_file():
-            text = (NOTEBOOKS / page).read_text(encoding="utf-8")
+            text = site_anchors((NOTEBOOKS / page).read_text(encoding="utf-8"))
             (src / "lessons" / page).write_text(scrub.text(text), encoding="utf-8")
     unmatched: list[Picture] = [p for p in pictures
                                 if not (executed / p.lesson).is_file()]

@@ -7,7 +7,7 @@ The instructor runs ``python -m bureau classroom start|add|reset|remove|status|t
 ``loadtest`` a simulated workshop.
 
 Kept import-light on purpose: :mod:`bureau.settings` reads connection files through
-:mod:`bureau.classroom.connection`, so this package must not pull the service in at import.
+:mod:`bureau.tenancy.connection`, so this package must not pull the service in at import.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any
 from ..ledger.rows import store_id_for
 from ..model import BOARD
 from ..settings import Settings
-from .connection import tenant_name
+from ..tenancy.connection import tenant_name
 from .progress import rows_in as progress_rows
 from .tenants import Roster
 

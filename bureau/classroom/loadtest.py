@@ -145,7 +145,7 @@ def child_main(argv: list[str]) -> None:
     import resource
 
     from ..service.bureau import Bureau
-    from .connection import read_connection
+    from ..tenancy.connection import read_connection
 
     sync, me, names, opts = Path(argv[0]), argv[1], argv[2].split(","), json.loads(argv[3])
     rng = random.Random(f"{opts['seed']}-{me}")

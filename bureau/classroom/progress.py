@@ -11,13 +11,11 @@ Same columns and rules as the SQLite record; only the connection differs.
 
 from __future__ import annotations
 
-import os
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from ..settings import ServerSettings
+from ..tenancy.registry import register_tenant, tenant_for
 
 TABLE = "bureau_progress"
 COLUMNS = ("lesson", "kind", "item", "ok", "detail", "at")
@@ -25,26 +23,6 @@ SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     lesson VARCHAR(8) NOT NULL, kind VARCHAR(16) NOT NULL, item VARCHAR(64) NOT NULL,
     ok TINYINT, detail TEXT, at DOUBLE NOT NULL)"""
-
-_TENANTS: dict[Path, ServerSettings] = {}
-_LOCK = threading.Lock()
-
-
-def _key(data_dir: str | Path) -> Path:
-    """One spelling per directory (``~``, relative), so a lookup finds what was registered."""
-    return Path(os.path.abspath(os.path.expanduser(os.fspath(data_dir))))
-
-
-def register_tenant(data_dir: Path, server: ServerSettings) -> None:
-    """From now on, the progress record of ``data_dir`` lives in ``server``'s database."""
-    with _LOCK:
-        _TENANTS[_key(data_dir)] = server
-
-
-def tenant_for(data_dir: str | Path) -> ServerSettings | None:
-    with _LOCK:
-        return _TENANTS.get(_key(data_dir))
-
 
 def connect(server: ServerSettings, database: str | None = None) -> Any:
     """A short-lived connection (progress writes are a few per lesson). pymysql is imported

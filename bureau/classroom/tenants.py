@@ -33,8 +33,8 @@ import pymysql
 
 from ..errors import ClassroomError
 from ..storage.files import private_dir, write_private
+from ..tenancy.connection import TenantConnection, check_learner, read_connection, tenant_name
 from . import server as srv
-from .connection import TenantConnection, check_learner, read_connection, tenant_name
 from .server import LOOPBACK
 
 ROSTER = "roster.json"

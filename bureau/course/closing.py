@@ -76,7 +76,7 @@ CHECKLIST: list[tuple[str, str, str]] = [
     ("Observers see ids, counts and timings only; an error never says whether a hidden thing "
      "exists; questions are never cached.", "04", "bureau/service/outward.py"),
     ("Leakage is measured against a random or naive baseline; a figure that cannot fail is "
-     "called a check.", "05, 06, 08", "bureau/leakage/metrics.py"),
+     "called a check.", "05, 06, 08", "bureau/labs/leakage/metrics/metrics.py"),
 ]
 """The course as a checklist: (what must hold, the lessons that taught it, where it lives)."""
 

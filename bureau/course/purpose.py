@@ -167,9 +167,9 @@ class MediationLab:
     """Policy e on a MAGPIE slice: the leak lab's run, and the figures lesson 07 reads from it."""
 
     result: Any
-    """The lab's :class:`~bureau.leakage.result.LabResult` (its cases already deleted)."""
+    """The lab's :class:`~bureau.labs.leakage.result.LabResult` (its cases already deleted)."""
     measured: dict[str, Any]
-    """:func:`~bureau.leakage.lesson.measured_summary`: the wiring check and what could fail."""
+    """:func:`~bureau.labs.leakage.lesson.measured_summary`: the wiring check and what could fail."""
     note: str
     """Which data set ran (MAGPIE, or the bundled mini set when MAGPIE is not found)."""
 
@@ -189,7 +189,7 @@ class MediationLab:
         return "\n".join(lines)
 
     def plot(self) -> Any:
-        from ..leakage.lesson import plots
+        from ..labs.leakage.lesson import plots
 
         return plots.content_mediator(self.measured, self.result.lab.name)
 
@@ -198,7 +198,7 @@ def mediation_lab(bureau: Any, limit: int, path: str = "", k: int = LAB_K) -> Me
     """Run the leak lab (policies a-e; e consults through each requester's handle under
     ``scenarios/policies/leak-lab.yaml``) on the first ``limit`` MAGPIE scenarios, delete its
     cases, and keep what lesson 07 shows. ``path``: where MAGPIE is (lesson 05's "get the data")."""
-    from ..leakage.lesson import load_dataset, measured_summary, run_lab, subset
+    from ..labs.leakage.lesson import load_dataset, measured_summary, run_lab, subset
 
     data, note = load_dataset(path)
     result = run_lab(bureau, subset(data, limit), k=k, cleanup=True)

@@ -96,8 +96,8 @@ def build_mediator(settings: Settings) -> Mediator:
 def join_tenant(settings: Settings) -> None:
     """A learner's tenant: log in once (a clear error for a wrong password or a removed
     learner), then keep this data directory's progress record in the tenant too."""
-    from ..classroom.progress import register_tenant
     from ..ledger.server import check_login
+    from ..tenancy.registry import register_tenant
 
     check_login(settings.server, settings.server.user.removeprefix("learner_"))
     register_tenant(settings.data_dir, settings.server)

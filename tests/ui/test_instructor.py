@@ -19,8 +19,8 @@ from conftest import REPO, _start, free_port, stop_server, wait_http
 
 from bureau.classroom import progress as tenant_progress
 from bureau.classroom import tenants
-from bureau.classroom.connection import read_connection
 from bureau.settings import ServerSettings
+from bureau.tenancy.connection import read_connection
 
 pytest.importorskip("playwright", reason="Playwright is not installed (pip install -e '.[ui]')")
 from playwright.sync_api import expect  # noqa: E402

@@ -7,7 +7,6 @@ display.
 
 from __future__ import annotations
 
-import io
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -15,20 +14,12 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ...embedding import Encoder
+from ...figures import LessonFigure
 from ...model import BOARD, RetrievalTrace
 from ...service import Case
 from ..attacks import AttackResult
 
 BLUE, GREY, GREEN, RED, AMBER = "#2563eb", "#9ca3af", "#059669", "#dc2626", "#d97706"
-
-
-class LessonFigure(Figure):
-    """A Figure that displays itself as PNG in Jupyter without pyplot's global state."""
-
-    def _repr_png_(self) -> bytes:
-        buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=100)
-        return buf.getvalue()
 
 
 def _fig(width: float = 7.0, height: float = 3.2) -> tuple[Figure, Any]:

@@ -1,0 +1,195 @@
+"""Lesson 05 (measuring leakage): find the data, show a case, check the exercise, and every
+other name the lesson uses.
+
+The lesson imports only from here, so the lab's modules (MAGPIE conversion, the runner, the
+report, the plots) can be split or renamed without touching the notebook: the names in
+``__all__`` are the lesson's contract with the package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bureau.errors import ScenarioError
+from bureau.labs.leakage.datasets.agentsocialbench import default_agentsocialbench_path
+from bureau.labs.leakage.datasets.convert import (
+    load_lab,
+    query_text,
+    role_names,
+    seed_key,
+    to_bureau_scenario,
+)
+from bureau.labs.leakage.datasets.labset import LabSet
+from bureau.labs.leakage.datasets.magpie import (
+    MagpieDataset,
+    default_magpie_path,
+    load_magpie,
+    subset,
+)
+from bureau.labs.leakage.metrics.analysis import domain_table, relevance, summarize, summary_table
+from bureau.labs.leakage.metrics.metrics import private_leak_rate_pairs, shareable_recall
+from bureau.labs.leakage.policies.measured import measured_summary
+from bureau.labs.leakage.policies.mediated import mediated_summary
+from bureau.labs.leakage.policies.policies import SHARED_POOL
+from bureau.labs.leakage.report import plots
+from bureau.labs.leakage.result import LabResult
+from bureau.labs.leakage.runner import run_lab
+from bureau.resources import shipped_path
+
+MINI = shipped_path("data", "magpie_mini")
+SOCIAL_MINI = shipped_path("data", "agentsocialbench_mini")
+LEAK_TARGET = 0.05
+"""The exercise: push the shared pool's private leak rate (pairs) below 5% with a threshold."""
+STEP = 0.01
+"""The exercise's thresholds have two decimals: the lowest one that works is unique."""
+
+__all__ = [
+    "LEAK_TARGET",
+    "MINI",
+    "SHARED_POOL",
+    "SOCIAL_MINI",
+    "at_threshold",
+    "c_versus_d",
+    "check_threshold",
+    "domain_table",
+    "load_dataset",
+    "load_second_benchmark",
+    "measured_summary",
+    "mediated_summary",
+    "plots",
+    "query_text",
+    "relevance",
+    "role_names",
+    "run_lab",
+    "scenario_cards",
+    "subset",
+    "summarize",
+    "summary_table",
+    "threshold_sweep",
+]
+
+
+def _given(path: str | Path | None) -> Path | None:
+    """A path the learner typed (``""`` and ``None``: not given; ``~`` expanded)."""
+    return Path(path).expanduser() if path else None
+
+
+def load_dataset(path: str | Path | None = None) -> tuple[MagpieDataset, str]:
+    """MAGPIE from ``path`` (the TSV, or a folder holding it) if given, else from where
+    :func:`~bureau.labs.leakage.datasets.magpie.default_magpie_path` looks (``$BUREAU_MAGPIE``, then
+    ``../shared/datasets/magpie``); if it cannot be read there, the bundled synthetic mini set.
+    Plus a note saying which, and why, so a learner never mistakes the toy set for the benchmark."""
+    try:
+        data = load_magpie(_given(path) or default_magpie_path())
+        return data, f"Using MAGPIE: {len(data)} scenarios, {len(data.items):,} items."
+    except ScenarioError as exc:
+        data = load_magpie(MINI)
+        return data, (
+            f"NOTE: MAGPIE was not found ({exc.message}) — falling back to data/magpie_mini, "
+            f"{len(data)} hand-written scenarios in MAGPIE's format. The figures below then "
+            "describe that toy set, not the benchmark."
+        )
+
+
+def load_second_benchmark(limit: int | None = None,
+                          path: str | Path | None = None) -> tuple[LabSet, str]:
+    """AgentSocialBench's first ``limit`` scenarios from ``path`` (the folder holding
+    ``scenarios/``) if given, else from ``$BUREAU_AGENTSOCIALBENCH`` or
+    ``../shared/datasets/agentsocialbench``; if it cannot be read there, the bundled synthetic
+    sample in its format. Plus a note saying which (offline either way)."""
+    try:
+        lab = load_lab(_given(path) or default_agentsocialbench_path(), limit)
+        return lab, f"Using AgentSocialBench: {len(lab)} scenarios, {len(lab.items):,} items."
+    except ScenarioError as exc:
+        lab = load_lab(SOCIAL_MINI, limit)
+        return lab, (
+            f"NOTE: AgentSocialBench was not found ({exc.message}) — falling back to "
+            f"data/agentsocialbench_mini, {len(lab)} hand-written scenarios in its format."
+        )
+
+
+def scenario_cards(scenario: Any) -> pd.DataFrame:
+    """The cards a MAGPIE scenario becomes: one row per item, with its role and label."""
+    roles = role_names(scenario)
+    bureau_scenario = to_bureau_scenario(scenario)
+    rows = []
+    for n, item in enumerate(scenario.items):
+        _, memory = bureau_scenario.seed(seed_key(n))
+        text = memory.content
+        rows.append(
+            {
+                "role": roles[item.agent],
+                "kind": memory.kind,
+                "topic": memory.topic,
+                "card": text if len(text) <= 90 else text[:89] + "…",
+                "safe abstraction": item.abstraction or "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def c_versus_d(result: LabResult) -> str:
+    """What publishing the safe abstractions (d) added to publishing the shareable items (c) in
+    this run, as one line: how many items carry an abstraction at all, in how many (requester,
+    private item) pairs d delivered one, and each policy's shareable recall. A learner who sees
+    d equal c (or fall below it) reads the reason here, from the run itself."""
+    rows = summarize(result).set_index("policy")
+    c, d = rows.loc["c_bureau_published"], rows.loc["d_bureau_abstractions"]
+    hints = sum(1 for item in result.lab.items if item.abstraction)
+    return (f"{hints} of {len(result.lab.items)} items carry a safe abstraction; d delivered one "
+            f"in {int(d['abstraction_pairs_delivered'])} (requester, private item) pairs. "
+            f"Shareable recall: c {c['shareable_recall']:.1%}, d {d['shareable_recall']:.1%}.")
+
+
+def at_threshold(result: LabResult, threshold: float, policy: str = SHARED_POOL) -> dict:
+    """Leak rate and recall of ``policy`` if only top-k cards with cosine >= threshold count."""
+    pairs = result.policy(policy)
+    strict = pairs.assign(retrieved=pairs["retrieved"] & (pairs["score"] >= threshold))
+    return {
+        "threshold": threshold,
+        "private_leak_rate_pairs": private_leak_rate_pairs(strict),
+        "shareable_recall": shareable_recall(strict),
+    }
+
+
+def threshold_sweep(result: LabResult, thresholds: Any) -> pd.DataFrame:
+    """:func:`at_threshold` for each threshold, one row each: the exercise reads it as a table."""
+    return pd.DataFrame([at_threshold(result, float(t)) for t in thresholds])
+
+
+def check_threshold(answer: Any) -> tuple[bool, str]:
+    """The exercise check: ``answer = {"result": result, "threshold": my_threshold}``."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("result"), LabResult):
+        return False, 'Pass {"result": result, "threshold": my_threshold}.'
+    result, threshold = answer["result"], answer.get("threshold")
+    if threshold is None:
+        return False, "Replace `None` with a cosine threshold, e.g. my_threshold = 0.5."
+    if not isinstance(threshold, int | float) or not -1.0 <= float(threshold) <= 1.0:
+        return False, f"A cosine threshold is a number between -1 and 1, got {threshold!r}."
+    if abs(threshold / STEP - round(threshold / STEP)) > 1e-6:
+        return False, f"Give the threshold with two decimals (e.g. 0.42), got {threshold!r}."
+    threshold = round(float(threshold), 2)
+    base = at_threshold(result, -1.0)
+    got = at_threshold(result, threshold)
+    leak, recall = got["private_leak_rate_pairs"], got["shareable_recall"]
+    if leak >= LEAK_TARGET:
+        return False, (
+            f"At {threshold:.2f} the shared pool still leaks {leak:.1%} of private pairs "
+            f"(target: below {LEAK_TARGET:.0%}). Try a higher threshold."
+        )
+    lower = round(threshold - STEP, 2)
+    if threshold > -1.0 and at_threshold(result, lower)["private_leak_rate_pairs"] < LEAK_TARGET:
+        return False, (
+            f"At {threshold:.2f} the pool leaks {leak:.1%}, below {LEAK_TARGET:.0%}; but so does "
+            f"{lower:.2f}. The task asks for the lowest such threshold: every step up costs "
+            "recall. Try lower (threshold_sweep shows many at once)."
+        )
+    return True, (
+        f"{threshold:.2f} is the lowest threshold at which the pool leaks under "
+        f"{LEAK_TARGET:.0%} ({leak:.1%} of private pairs), and even there shareable recall fell "
+        f"from {base['shareable_recall']:.1%} to {recall:.1%}. A relevance threshold cuts "
+        "private and shareable items alike: relevance is not authorisation."
+    )

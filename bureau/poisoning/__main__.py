@@ -1,8 +1,0 @@
-"""``python -m bureau.poisoning``: the same command as ``python -m bureau poisoning``."""
-
-import sys
-
-from bureau.poisoning.cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())
