@@ -3,7 +3,7 @@
 * fast: the MAGPIE -> Bureau mapping, the query definition, the mini set end to end in this
   process (the exhaustive boundary probe included), the AgentSocialBench mini sample through the
   same runner, a hand-built lab set (no MAGPIE object: what a second benchmark's converter would
-  hand the runner) with a planted leak the probe must find, and ``python -m bureau.labs.leakage`` on
+  hand the runner) with a planted leak the probe must find, and ``python -m bureau leakage`` on
   both mini samples in a subprocess with its own store;
 * full MAGPIE (marked ``slow``, skipped only when the data is absent): policies b-d leak no
   private item to any requester, checked by id, by card body and by scope; the shared pool does

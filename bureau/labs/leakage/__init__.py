@@ -16,7 +16,7 @@ retrievals are written into a plain DataFrame and scored here.
   :mod:`~bureau.labs.leakage.report.report` (filling ``report_template.md``), :mod:`~bureau.labs.leakage.report.summary`
   (``summary.json``) and :mod:`~bureau.labs.leakage.report.plots` turn a run into files, beside the
   published figures (:mod:`~bureau.labs.leakage.report.paper`), each figure beside its random baseline;
-* ``python -m bureau.labs.leakage --out DIR`` does all of it (lesson 05 explains it).
+* ``python -m bureau leakage --out DIR`` does all of it (lesson 05 explains it).
 """
 
 from .. import entry_points

@@ -1,9 +1,9 @@
 """``python -m bureau leakage`` (or ``python -m bureau.labs.leakage``): run the leakage lab on MAGPIE and AgentSocialBench and write
 its report.
 
-    python -m bureau.labs.leakage --out results/leakage            # both benchmarks, full, k = 5
-    python -m bureau.labs.leakage --dataset data/magpie_mini --out /tmp/mini --limit 3
-    python -m bureau.labs.leakage --dataset data/magpie_mini --dataset data/agentsocialbench_mini \
+    python -m bureau leakage --out results/leakage            # both benchmarks, full, k = 5
+    python -m bureau leakage --dataset data/magpie_mini --out /tmp/mini --limit 3
+    python -m bureau leakage --dataset data/magpie_mini --dataset data/agentsocialbench_mini \
         --out /tmp/mini                                      # both mini samples
 
 ``--dataset`` picks the benchmark by the path's layout (a MAGPIE tsv or folder, an
@@ -149,7 +149,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
                            pipeline=not args.sequential)
     bench = None if args.no_bench else benchmark(results)
     meta = {
-        "command": "python -m bureau.labs.leakage " + " ".join(sys.argv[1:]),
+        "command": "python -m bureau leakage " + " ".join(sys.argv[1:]),
         "limit": args.limit,
         "pipeline": not args.sequential,
         "data_dir": "temporary" if args.data_dir is None else str(args.data_dir),
