@@ -189,7 +189,8 @@ def _login(classroom, learner: str, **kw):
     conn = read_connection(classroom.connection_file(learner))
     return pymysql.connect(host="127.0.0.1", port=conn.port, user=conn.user,
                            password=kw.get("password", conn.password),
-                           database=kw.get("database", conn.database), connect_timeout=10)
+                           database=kw.get("database", conn.database), connect_timeout=10,
+                           local_infile=kw.get("local_infile", False))
 
 
 def _denied(cur, sql: str) -> int | None:
