@@ -241,9 +241,13 @@ def remove_server_data(base_dir: Path) -> None:
 
 
 def _as_account(account: tuple[int, int], args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, user=account[0], group=account[1], extra_groups=[],
-                          env={"PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True,
-                          text=True, timeout=60)
+    """Run ``args`` as the account; a program it may not execute comes back as exit code 126."""
+    try:
+        return subprocess.run(args, user=account[0], group=account[1], extra_groups=[],
+                              env={"PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True,
+                              text=True, timeout=60)
+    except OSError as exc:
+        return subprocess.CompletedProcess(args, 126, "", str(exc))
 
 
 def _executable_by(binary: Path, account: tuple[int, int]) -> Path:
@@ -257,8 +261,10 @@ def _executable_by(binary: Path, account: tuple[int, int]) -> Path:
         dst = bin_dir / src.name
         if src.exists() and (not dst.exists() or dst.stat().st_size != src.stat().st_size
                              or dst.stat().st_mtime != src.stat().st_mtime):
-            shutil.copy2(src, dst)
-            os.chmod(dst, 0o755)
+            tmp = dst.with_name(dst.name + ".new")  # a running server keeps the old file
+            shutil.copy2(src, tmp)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, dst)
     copy = bin_dir / binary.name
     if _as_account(account, [str(copy), "--version"]).returncode != 0:
         raise ClassroomError(f"The system account {SERVER_ACCOUNT} cannot run {copy}.")
