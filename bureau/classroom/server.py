@@ -218,6 +218,7 @@ def _account_data_dir(base_dir: Path, account: tuple[int, int]) -> Path:
         data = base_dir.resolve()
         if data.parent != rooms:
             raise ClassroomError(f"{base_dir} links outside {rooms}.")
+        data.mkdir(mode=0o700, exist_ok=True)
     else:
         if base_dir.exists():
             base_dir.rmdir()  # empty (checked by _fresh)
