@@ -30,6 +30,7 @@ import pytest
 from test_classroom import _denied, _login, classroom  # noqa: F401 - a module fixture
 
 from bureau.classroom import server as srv
+from bureau.errors import ClassroomError
 
 PTH_MARKER = "bureau-pth-ran"
 
@@ -180,6 +181,18 @@ def test_as_root_the_server_runs_as_its_own_account_that_may_not_write_the_instr
     finally:
         srv.set_file_access(classroom.server_dir, classroom.admin_password, srv.FILE_ACCESS_OFF)
     assert _as_learner(classroom, f"SELECT 'x' INTO DUMPFILE '/tmp/bureau-{name}'") == 9731
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server's own account needs root to create")
+def test_as_root_start_refuses_when_the_server_s_account_could_write_the_instructors_files(
+        scratch_site):
+    """A venv or classroom folder anyone may write would let the engine's account plant code:
+    ``classroom start`` names the folder and refuses, before any data directory is made."""
+    account = srv._server_account()
+    assert account is not None
+    with pytest.raises(ClassroomError, match="could write") as refused:
+        srv._refuse_writable_by(account, [Path(sys.prefix), scratch_site])
+    assert str(scratch_site) in str(refused.value) and sys.prefix not in str(refused.value)
 
 
 def test_known_gap_error_codes_tell_which_learners_and_tables_exist(classroom):  # noqa: F811

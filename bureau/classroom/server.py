@@ -80,11 +80,11 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
     account = _server_account()
     binary = seekdb_server_binary()
     if account is not None and _fresh(base_dir):
-        data = _account_data_dir(base_dir, account)
         binary = _executable_by(binary, account)
         _refuse_writable_by(account, [base_dir.parent, Path(sys.prefix), *_site_dirs(),
                                       Path(__file__).resolve().parents[2], Path.home(),
                                       binary.parent])
+        data = _account_data_dir(base_dir, account)
         as_user: dict[str, Any] = {"user": account[0], "group": account[1], "extra_groups": [],
                                    "env": {"PATH": "/usr/bin:/bin", "HOME": str(data),
                                            "LANG": "C.UTF-8"}}
