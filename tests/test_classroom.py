@@ -127,6 +127,7 @@ def classroom(tmp_path_factory):
     """A classroom server for this module: started, two learners added; torn down by PID."""
     directory = tmp_path_factory.mktemp("classroom") / "room"
     roster = tenants.start(directory)
+    data = roster.server_dir.resolve()  # /var/lib/bureau-seekdb/rooms/... when run as root
     try:
         for learner in SECRETS:
             tenants.add(directory, learner)
@@ -135,7 +136,7 @@ def classroom(tmp_path_factory):
         tenants.teardown(directory)
         assert not Path(f"/proc/{roster.pid}").exists() or not tenants.srv.server_running(
             roster.pid, roster.server_dir)
-        assert not directory.exists()
+        assert not directory.exists() and not data.exists()
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +190,8 @@ def _login(classroom, learner: str, **kw):
     conn = read_connection(classroom.connection_file(learner))
     return pymysql.connect(host="127.0.0.1", port=conn.port, user=conn.user,
                            password=kw.get("password", conn.password),
-                           database=kw.get("database", conn.database), connect_timeout=10)
+                           database=kw.get("database", conn.database), connect_timeout=10,
+                           local_infile=kw.get("local_infile", False))
 
 
 def _denied(cur, sql: str) -> int | None:

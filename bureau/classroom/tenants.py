@@ -246,6 +246,7 @@ def teardown(directory: str | Path) -> None:
     if running:
         assert roster.pid is not None
         srv.stop_server(roster.pid, roster.server_dir)
+    srv.remove_server_data(roster.server_dir)  # where the server's own account keeps it
     shutil.rmtree(roster.directory, ignore_errors=True)
 
 
