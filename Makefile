@@ -17,7 +17,7 @@ LOCK := requirements.lock
 # the peers bench (the package itself needs none of them).
 EXTRAS := test,ui,site,classroom,mcp,peers
 
-.PHONY: venv lab stage instructor site test check lint demo bench lock
+.PHONY: venv lab stage instructor site test check test-area lint demo bench lock
 
 venv: $(STAMP)
 
@@ -67,6 +67,15 @@ check:
 	$(PY) -m ruff check bureau tests tools
 	$(PY) -m pytest -m "$(CHECK_MARKERS)" tests --ignore=tests/ui --ignore=tests/site -q -p no:cacheprovider \
 	  -p no:playwright -p no:nbval
+
+# One area's tests, storage and model included (the area markers of tests/conftest.py: publish,
+# mediation, tiers, task_scopes, leakage, poisoning, injection, isolation, lifecycle, ledger,
+# scenario, notebooks, layers, classroom, peers), e.g. `make test-area AREA=classroom`.
+test-area:
+	@test -n "$(AREA)" || { echo "name an area: make test-area AREA=classroom"; exit 2; }
+	@test -x $(PY) || $(MAKE) venv
+	$(PY) -m pytest -m "$(AREA) and not ui" tests --ignore=tests/ui --ignore=tests/site -q \
+	  -p no:cacheprovider -p no:playwright -p no:nbval
 
 lint: venv
 	$(PY) -m ruff check bureau tests

@@ -55,7 +55,7 @@ AREAS = {
     "ledger": r"test_(ledger|store_ledger_agreement)",
     "scenario": r"test_(scenario\w*|cast)",
     "notebooks": r"test_(notebooks|nbtool|widgets|lesson_\w+|cast|sitebuild|closing|quiz)",
-    "layers": r"test_(layers|gateway|install|run_all)",
+    "layers": r"test_(layers|floor_plan|gateway|install|run_all)",
     "classroom": r"test_(classroom\w*|hub|instructor)",
     "peers": r"test_(peers|mcp_server)",
 }
