@@ -14,16 +14,27 @@ arguments go to the handle's ``call_tool``, which refuses any field it was not o
 schemas also say ``additionalProperties: false``, so a validating client refuses first). A
 refused call comes back as an MCP tool error the model can read, and changes nothing.
 
+A tool call's arguments are parsed by the handle with a depth and a size limit (see
+:mod:`bureau.agents.tools`). Over stdio, a message nested deeper than the ``mcp`` transport
+parses (about 200 levels: pydantic's JSON parser) would never reach the handle: the transport
+drops the line, the request gets no answer and the client waits for ever. So each line from
+the client is first cut to :data:`WIRE_DEPTH` levels (what lies deeper becomes ``[]``): the
+message parses, the request keeps its id, and the handle refuses the still too deep arguments
+with its usual error result.
+
 The ``mcp`` package is an optional extra (``pip install 'bureau[mcp]'``); the core course does
 not need it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from .agents.tools import MAX_ARGUMENT_DEPTH, json_depth
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -34,6 +45,62 @@ if TYPE_CHECKING:
 CASE_ENV = "BUREAU_MCP_CASE"
 ROLE_ENV = "BUREAU_MCP_ROLE"
 SERVER_NAME = "bureau"
+WIRE_DEPTH = 64
+"""Deepest nesting a line from the client keeps (the envelope takes 3 levels: deeper than the
+tools' limit, shallower than what the transport's parser accepts)."""
+assert MAX_ARGUMENT_DEPTH + 3 < WIRE_DEPTH < 190
+
+
+def cut_deep(line: str, depth: int = WIRE_DEPTH) -> str:
+    """``line`` with every array or object nested deeper than ``depth`` replaced by ``[]``
+    (strings skipped, one pass, no recursion); a line within ``depth`` comes back as it is."""
+    if line.count("[") + line.count("{") <= depth or json_depth(line) <= depth:
+        return line
+    out: list[str] = []
+    level = 0
+    skipping = 0  # > 0: inside a cut value, its own nesting level
+    in_string = escaped = False
+    for ch in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            if skipping:
+                skipping += 1
+                continue
+            if level == depth:
+                skipping = 1
+                out.append("[]")
+                continue
+            level += 1
+        elif ch in "]}":
+            if skipping:
+                skipping -= 1
+                continue
+            level -= 1
+        if not skipping:
+            out.append(ch)
+    return "".join(out)
+
+
+class _CutLines:
+    """The client's lines, each through :func:`cut_deep` (what ``stdio_server`` reads)."""
+
+    def __init__(self, lines: AsyncIterable[str]) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._cut()
+
+    async def _cut(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield cut_deep(line)
 
 
 def _mcp() -> tuple[Any, Any]:
@@ -114,12 +181,22 @@ def serve_stdio(case_id: str | None = None, role: str | None = None) -> int:
     agent = Bureau.open().case(case_id).agent(role)  # an unknown case or role stops here
     server = build_server(agent)
 
+    # The protocol's stdin, read through the cut; fd 0 itself then reads the null device (as
+    # stdio_server does for the stdin it claims), so nothing else consumes the client's bytes.
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8",
+                                             errors="replace"))
+
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=_CutLines(stdin)) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)
     return 0
 
 
-__all__ = ["CASE_ENV", "ROLE_ENV", "build_server", "identity", "serve_stdio"]
+__all__ = ["CASE_ENV", "ROLE_ENV", "WIRE_DEPTH", "build_server", "cut_deep", "identity",
+           "serve_stdio"]

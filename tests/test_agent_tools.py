@@ -158,3 +158,44 @@ def test_a_tool_calling_model_that_obeys_everything_learns_nothing_outside(burea
             assert [c.name for c in run.calls] == ["recall"]
     finally:
         bureau.delete_case(other.id)
+
+
+DEEP = 3_000
+"""Nesting of the issue's argument: deeper than Python's recursion limit."""
+
+
+def _deep_list(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_deeply_nested_or_huge_argument_is_an_error_result_for_every_tool(case):
+    """Every tool, with the arguments as 3,000-deep JSON text (whole, and in each field), as a
+    mapping holding a 3,000-deep list, and as a mapping of 100,000 values: an error result
+    each time (it was a RecursionError out of ``call_tool`` for the JSON text), nothing
+    changed, and the next call works."""
+    agent = case.agent("detective")
+    before = (sum(len(v) for v in case.spaces().values()), len(case.events()),
+              len(case.audit()))
+    deep_text = "[" * DEEP + "]" * DEEP
+    results = []
+    for tool, spec in TOOLS.items():
+        calls = [deep_text, {f"k{i}": i for i in range(100_000)}]
+        for field in spec.params or {"x": None}:
+            calls += [f'{{"{field}": {deep_text}}}', {field: _deep_list(DEEP)}]
+        for args in calls:
+            r = agent.call_tool(tool, args)
+            results.append(r)
+            assert r["ok"] is False and r["error"] == "ToolCallError", (tool, r)
+            assert ("nested deeper than 16 levels" in r["message"]
+                    or "more than 256 values" in r["message"]), (tool, r["message"])
+            with pytest.raises(ToolCallError):
+                parse_call(tool, args, ROLE_TOOLS)
+    assert len(results) > 2 * len(TOOLS)
+    after = (sum(len(v) for v in case.spaces().values()), len(case.events()), len(case.audit()))
+    assert after == before
+    assert agent.call_tool("recall", json.dumps({"question": SAFE_Q}))["ok"]
+    assert parse_call("recall", '{"question": "[[[{{\\"]]"}', ROLE_TOOLS)[1] == {
+        "question": '[[[{{"]]'}  # brackets inside a string are text, not nesting

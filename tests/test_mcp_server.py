@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 
 import anyio
 import pytest
@@ -215,3 +217,86 @@ def test_a_server_without_an_identity_or_with_an_unknown_role_does_not_start(cas
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert proc.returncode == 2 and says in proc.stderr, proc.stderr[-2000:]
         assert proc.stdout == ""  # nothing on the protocol's channel
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_deeply_nested_or_huge_argument_is_an_error_result_for_every_tool(case):
+    """Every tool through an in-process client: a list 150 levels deep in each field (about
+    the deepest the client serializes) and an object of 1,000 values: the usual error result,
+    nothing changed."""
+    before = len(case.cards("detective"))
+
+    async def go():
+        async with Client(build_server(case.agent("detective"))) as client:
+            out = []
+            for t in (await client.list_tools()).tools:
+                for field in t.input_schema["properties"] or {"x": None}:
+                    out.append((t.name, await _call(client, t.name, {field: _nested(150)})))
+                out.append((t.name, await _call(client, t.name,
+                                                {f"k{i}": i for i in range(1_000)})))
+            return out
+
+    outs = _run(go)
+    assert {name for name, _ in outs} == set(ROLE_TOOLS)
+    for name, out in outs:
+        assert out["ok"] is False and out["error"] == "ToolCallError", (name, out)
+        assert ("nested deeper than 16 levels" in out["message"]
+                or "more than 256 values" in out["message"]), (name, out["message"])
+    assert len(case.cards("detective")) == before
+
+
+def test_over_stdio_a_3000_deep_argument_gets_an_answer_not_silence(case):
+    """Raw JSON-RPC lines to ``python -m bureau mcp``, as any host may send them: a tools/call
+    whose arguments nest 3,000 levels (deeper than the transport's own parser goes: the line
+    was dropped and the request never answered) for every tool, then an ordinary call. Each
+    gets its answer, by id: the usual error result, then a result."""
+    deep = "[" * 3000 + "]" * 3000
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bureau", "mcp", "--case", case.id, "--role", "detective"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+
+    def send(text: str) -> None:
+        proc.stdin.write(text + "\n")
+        proc.stdin.flush()
+
+    def answer(timeout: float = 30) -> dict:
+        try:
+            return json.loads(lines.get(timeout=timeout))
+        except queue.Empty:
+            raise AssertionError("no answer from the MCP server") from None
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert answer(180)["id"] == 0
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        for n, tool in enumerate(ROLE_TOOLS, start=1):
+            call = json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                               "params": {"name": tool, "arguments": {"question": "DEEP"}}})
+            send(call.replace('"DEEP"', deep))
+            got = answer()
+            assert got["id"] == n and got["result"]["isError"] is True, got
+            out = got["result"]["structuredContent"]
+            assert out["error"] == "ToolCallError", out
+            assert "nested deeper than 16 levels" in out["message"], (tool, out)
+        send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {
+            "name": "recall", "arguments": {"question": "What did the hallway camera record?"}}}))
+        got = answer()
+        assert got["id"] == 99 and got["result"]["isError"] is False
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

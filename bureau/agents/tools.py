@@ -8,11 +8,15 @@ and for a consult *whose* memory to ask (which the mediator then decides on, for
 
 Arguments are checked here before anything runs: an unknown tool, a missing or unexpected
 field, a wrong type or an over-long value is a :class:`~bureau.errors.ToolCallError` that says
-what was wrong, safe to hand back to the model.
+what was wrong, safe to hand back to the model. So is an argument nested deeper than
+:data:`MAX_ARGUMENT_DEPTH` or larger than :data:`MAX_ARGUMENT_NODES` values: its shape is
+measured before anything parses it (a 3,000-deep JSON array would otherwise exhaust Python's
+recursion limit inside ``json.loads`` and escape as ``RecursionError``).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,6 +31,11 @@ IDENTITY_FIELDS = frozenset({"role", "requester", "case", "case_id", "user_id", 
 MAX_ARGUMENT_CHARS = 4_000
 """Longest string argument (a question or a note is far shorter; this only bounds cost)."""
 MAX_ARGUMENTS_JSON = 20_000
+"""Longest JSON text of a call's arguments."""
+MAX_ARGUMENT_DEPTH = 16
+"""Deepest nesting of a call's arguments (a tool's arguments are one flat object: depth 1)."""
+MAX_ARGUMENT_NODES = 256
+"""Most values (objects, arrays, scalars) in a call's arguments (a tool takes at most four)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,65 @@ def schemas(names: Iterable[str]) -> list[dict[str, Any]]:
     return [TOOLS[n].schema() for n in names]
 
 
+def json_depth(text: str | bytes) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text, strings skipped; measured without
+    parsing (one pass, no recursion), so it is safe on any input. Not a validator."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") <= 1:  # the common case: one flat object
+        return min(1, text.count("[") + text.count("{"))
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _too_deep(name: str) -> ToolCallError:
+    return ToolCallError(f"The arguments of {name} are nested deeper than "
+                         f"{MAX_ARGUMENT_DEPTH} levels.",
+                         "A tool takes one flat object of text and whole numbers.")
+
+
+def _check_shape(name: str, arguments: object) -> None:
+    """Refuse arguments (already parsed: a mapping from an MCP client or a caller) nested
+    deeper than :data:`MAX_ARGUMENT_DEPTH` or holding more than :data:`MAX_ARGUMENT_NODES`
+    values. Walked without recursion, stopping at the first limit (a self-containing list
+    stops at the depth limit)."""
+    stack: list[tuple[object, int]] = [(arguments, 1)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_ARGUMENT_NODES:
+            raise ToolCallError(f"The arguments of {name} hold more than "
+                                f"{MAX_ARGUMENT_NODES} values.",
+                                "A tool takes one flat object of text and whole numbers.")
+        if isinstance(value, Mapping):
+            children: Iterable[object] = value.values()
+        elif isinstance(value, list | tuple | set | frozenset):
+            children = value
+        else:
+            continue
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise _too_deep(name)
+        stack.extend((child, depth + 1) for child in itertools.islice(
+            children, MAX_ARGUMENT_NODES + 1))
+
+
 def parse_call(name: object, arguments: object, offered: Iterable[str]) -> tuple[str, dict[str,
                                                                                            Any]]:
     """A tool call checked against what the caller was offered: ``(name, clean arguments)``.
@@ -135,10 +203,13 @@ def parse_call(name: object, arguments: object, offered: Iterable[str]) -> tuple
     if isinstance(arguments, str | bytes):
         if len(arguments) > MAX_ARGUMENTS_JSON:
             raise ToolCallError(f"The arguments of {name} are too long.")
+        if json_depth(arguments) > MAX_ARGUMENT_DEPTH:
+            raise _too_deep(name)
         try:
             arguments = json.loads(arguments or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: unreachable after the depth check
             raise ToolCallError(f"The arguments of {name} are not valid JSON.") from None
+    _check_shape(name, arguments)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -174,5 +245,5 @@ def parse_call(name: object, arguments: object, offered: Iterable[str]) -> tuple
     return name, clean
 
 
-__all__ = ["IDENTITY_FIELDS", "REQUESTER_TOOLS", "ROLE_TOOLS", "TOOLS", "Param", "ToolSpec",
-           "parse_call", "schemas"]
+__all__ = ["IDENTITY_FIELDS", "MAX_ARGUMENT_DEPTH", "MAX_ARGUMENT_NODES", "REQUESTER_TOOLS", "ROLE_TOOLS", "TOOLS", "Param", "ToolSpec",
+           "json_depth", "parse_call", "schemas"]

@@ -2,33 +2,72 @@
 
 Read with the classroom's administrative account from each learner's tenant: their progress
 record (:mod:`bureau.classroom.progress`: checks passed, quiz answers right, per lesson) and the
-outward stage counts of their current case (the one with the latest event; cards per role, board copies, events), the same
-counts the projector's stage shows. Never a card's text, a question, an answer, a prediction or
-a quiz choice: the queries below select ids, kinds, flags and counts, and nothing else.
+outward stage counts of their current case (the one with the latest event; cards per role, board
+copies, events), the same counts the projector's stage shows. Never a card's text, a question,
+an answer, a prediction or a quiz choice: the statements below select ids, kinds, flags and
+counts, and nothing else (the progress statement is :func:`progress.page_query`, without
+``detail``).
 
 Everything read here was written by the learner (their account has every right on their own
-database), so it is treated as hostile input: strings are length-capped and escaped, counts are
-integers, and one tenant's damage shows as that learner's row's error, never as the page's.
+database), so it is hostile input, and so are the objects it sits in:
+
+* every string is cut in SQL (``LEFT``) before it crosses the wire, and again here, and escaped
+  on the page; counts are integers; at most :data:`progress.PAGE_ROWS` attempts and
+  :data:`MAX_ROLES` roles are read;
+* an object the page reads that is not a base table (a view that sleeps, or that would read
+  something else) is not read: the row says ``not a table``;
+* every statement runs under the server's statement timeout (``ob_query_timeout``, seekdb
+  error 4012) set to the rest of that learner's budget (:data:`ROW_BUDGET_S`), and the learners are read in
+  parallel by :data:`WORKERS` threads, one administrative connection each: one slow tenant
+  delays only its own row (``timed out``), and a redraw returns within :data:`PAGE_BUDGET_S`
+  whatever the tenants hold;
+* one tenant's damage shows as that learner's row's error, never as the page's.
 """
 
 from __future__ import annotations
 
 import html
 import threading
-from collections import Counter
+import time
+import weakref
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
+import pymysql
+
+from ..errors import ClassroomError
 from ..ledger.rows import store_id_for
 from ..model import BOARD
 from ..settings import Settings
 from ..tenancy.connection import tenant_name
-from .progress import rows_in as progress_rows
+from . import progress
 from .tenants import Roster
 
 CARDS_TABLE = Settings().collection
 """PowerMem's card table in each tenant (the default collection; lessons do not change it)."""
+CASES_TABLE, EVENTS_TABLE = "bureau_cases", "bureau_events"
+READ_TABLES = (progress.TABLE, CASES_TABLE, EVENTS_TABLE, CARDS_TABLE)
+"""Every object of a tenant the page reads; each must be a base table."""
 LESSONS = [f"{n:02d}" for n in range(9)]
+
+ROW_BUDGET_S = 0.4
+"""Longest time one learner's row may take (all its statements together)."""
+PAGE_BUDGET_S = 0.9
+"""Longest time a redraw may take: a row not read by then says ``timed out``."""
+WORKERS = 2
+"""Threads (and administrative connections) reading the room in parallel. Two: each more costs
+a login per redraw (60-380 ms measured on a loaded 2-core machine, most of it pymysql building a
+TLS context) and GIL time; a room of 30 took 0.3-0.6 s with 2 workers, 0.4-0.9 s with 3, one
+slow tenant holding one worker for its whole budget."""
+CASE_ID_CHARS, TOKEN_CHARS = 64, 32
+"""The widest case id and case token the bureau writes: a longer one is a learner's forgery."""
+MAX_ROLES = 16
+"""Roles shown per learner (a case has a handful; a forged card table may hold thousands)."""
+MAX_LESSONS = len(LESSONS) + 3
+"""Lessons shown per learner."""
+TIMEOUT_CODE = 4012
+"""seekdb/OceanBase: the statement reached its query timeout."""
 
 
 def _cap(value: object, n: int = 64) -> str:
@@ -36,70 +75,174 @@ def _cap(value: object, n: int = 64) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+class _RowError(Exception):
+    """What a learner's row says instead of its figures (``timed out``, ``not a table: x``)."""
+
+
+_TIMEOUTS: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+"""The statement timeout each administrative connection's session holds (seconds)."""
+SLACK_S = 0.05
+"""How far a statement may outlive its row's budget before the timeout is set again."""
+
+
+def _select(cur: Any, deadline: float, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    """``sql`` under the row's remaining budget. seekdb cuts a statement at the session's
+    ``ob_query_timeout`` (microseconds), also inside a view and a ``SLEEP`` (measured on 1.4: a
+    3 s view cut at 0.3 s, error 4012, the connection still usable). The timeout is set again
+    only when the session's is more than :data:`SLACK_S` longer than what is left of the row's
+    budget: a quick tenant costs one ``SET`` per row, not one per statement. A session
+    variable, not a per-statement ``QUERY_TIMEOUT`` hint: a statement with a hint missed the
+    plan cache (measured 0.3 ms -> 1.6 ms with a fixed hint, 18 ms with a changing one)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _RowError("timed out")
+    conn = cur.connection
+    if _TIMEOUTS.get(conn, float("inf")) - left > SLACK_S:
+        cur.execute("SET ob_query_timeout = %s", (max(1000, int(left * 1e6)),))
+        _TIMEOUTS[conn] = left
+    cur.execute(sql, args or None)
+    return list(cur.fetchall())
+
+
 def _progress(attempts: list[tuple[Any, ...]]) -> dict[str, Any]:
     """Checks passed (distinct), quiz right/answered (latest answer per question), lessons with
-    at least one passed check. ``attempts``: (lesson, kind, item, ok, detail, at); the detail
-    (a quiz choice, a prediction) is never looked at."""
+    at least one passed check. ``attempts``: (lesson, kind, item, ok) newest first, as
+    :func:`progress.page_query` reads them (no detail: the page never sees one)."""
     passed: set[tuple[str, str]] = set()
     quiz: dict[str, bool] = {}
-    for lesson, kind, item, ok, _detail, _at in attempts:
+    for lesson, kind, item, ok in reversed(attempts):
         if kind == "check" and ok == 1:
-            passed.add((str(lesson), str(item)))
+            passed.add((_cap(lesson, progress.PAGE_CAPS["lesson"]),
+                        _cap(item, progress.PAGE_CAPS["item"])))
         elif kind == "quiz":
-            quiz[str(item)] = ok == 1
+            quiz[_cap(item, progress.PAGE_CAPS["item"])] = ok == 1
+    lessons = sorted({lesson for lesson, _ in passed})
     return {
-        "lessons": sorted({lesson for lesson, _ in passed}),
+        "lessons": lessons[:MAX_LESSONS] + (["…"] if len(lessons) > MAX_LESSONS else []),
         "checks_passed": len(passed),
         "quiz_right": sum(quiz.values()),
         "quiz_answered": len(quiz),
     }
 
 
-def _stage(cur: Any, database: str) -> dict[str, Any]:
+def _table_types(cur: Any, database: str, deadline: float) -> dict[str, str]:
+    """The type (``BASE TABLE``, ``VIEW``, ...) of each object the page reads that exists."""
+    marks = ", ".join(["%s"] * len(READ_TABLES))
+    found = _select(cur, deadline, "SELECT TABLE_NAME, TABLE_TYPE FROM "
+                    "information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN "
+                    f"({marks})", (database, *READ_TABLES))
+    return {str(name).lower(): str(kind) for name, kind in found}
+
+
+def _stage(cur: Any, database: str, tables: dict[str, str], deadline: float) -> dict[str, Any]:
     """Outward counts of the learner's most recent case (None fields: no case yet)."""
-    cur.execute(f"SHOW TABLES FROM `{database}` LIKE 'bureau_cases'")
-    if not cur.fetchall():
-        return {"case": None, "roles": {}, "board": 0, "events": 0}
+    none = {"case": None, "roles": {}, "board": 0, "events": 0}
+    if CASES_TABLE not in tables:
+        return none
+    cut = f"LEFT(c.case_id, {CASE_ID_CHARS + 1}), LEFT(c.token, {TOKEN_CHARS + 1}), " \
+          "CAST(c.epoch AS SIGNED)"
     # The current case: the one with the latest event (what the learner touched last; the
     # stage follows it the same way), else the newest created.
-    cur.execute(f"SELECT c.case_id, c.token, c.epoch FROM `{database}`.bureau_cases c "
-                f"LEFT JOIN (SELECT case_id, MAX(seq) AS last FROM `{database}`.bureau_events "
-                "GROUP BY case_id) e ON e.case_id = c.case_id "
-                "ORDER BY e.last IS NULL, e.last DESC, c.created_at DESC, c.case_id DESC LIMIT 1")
-    row = cur.fetchone()
-    if row is None:
-        return {"case": None, "roles": {}, "board": 0, "events": 0}
-    case_id, token, epoch = row
+    if EVENTS_TABLE in tables:
+        found = _select(cur, deadline, f"SELECT {cut} FROM `{database}`.{CASES_TABLE} c "
+                        f"LEFT JOIN (SELECT case_id, MAX(seq) AS last FROM `{database}`."
+                        f"{EVENTS_TABLE} GROUP BY case_id) e ON e.case_id = c.case_id ORDER BY "
+                        "e.last IS NULL, e.last DESC, c.created_at DESC, c.case_id DESC LIMIT 1")
+    else:
+        found = _select(cur, deadline, f"SELECT {cut} FROM `{database}`.{CASES_TABLE} c "
+                        "ORDER BY c.created_at DESC, c.case_id DESC LIMIT 1")
+    if not found:
+        return none
+    case_id, token, epoch = str(found[0][0]), found[0][1], int(found[0][2] or 0)
+    if len(case_id) > CASE_ID_CHARS or (token is not None and len(str(token)) > TOKEN_CHARS):
+        return {**none, "case": _cap(case_id)}  # not an id the bureau wrote: nothing to count
     counts: Counter[str] = Counter()
-    cur.execute(f"SHOW TABLES FROM `{database}` LIKE %s", (CARDS_TABLE,))
-    if cur.fetchall():
-        cur.execute(f"SELECT agent_id, COUNT(*) FROM `{database}`.`{CARDS_TABLE}` "
-                    "WHERE user_id = %s GROUP BY agent_id",
-                    (store_id_for(str(case_id), token, int(epoch or 0)),))
-        counts.update({str(a): int(n) for a, n in cur.fetchall()})
-    cur.execute(f"SELECT COUNT(*) FROM `{database}`.bureau_events WHERE case_id = %s",
-                (case_id,))
-    events = int(cur.fetchone()[0])
-    roles = {a: n for a, n in sorted(counts.items()) if a != BOARD and ":" not in a}
-    return {"case": _cap(case_id), "roles": roles, "board": counts.get(BOARD, 0),
-            "events": events}
+    if CARDS_TABLE in tables:
+        for agent, n in _select(cur, deadline, f"SELECT LEFT(agent_id, 33), COUNT(*) "
+                                f"FROM `{database}`.`{CARDS_TABLE}` WHERE user_id = %s "
+                                f"GROUP BY agent_id LIMIT {4 * MAX_ROLES}",
+                                (store_id_for(case_id, token, epoch),)):
+            counts[_cap(agent, 33)] += int(n)
+    events = 0
+    if EVENTS_TABLE in tables:
+        events = int(_select(cur, deadline, f"SELECT COUNT(*) FROM `{database}`."
+                             f"{EVENTS_TABLE} WHERE case_id = %s", (case_id,))[0][0])
+    roles = [(a, n) for a, n in sorted(counts.items()) if a != BOARD and ":" not in a]
+    return {"case": _cap(case_id), "roles": dict(roles[:MAX_ROLES]),
+            "board": counts.get(BOARD, 0), "events": events}
 
 
-def room(directory: str | Path) -> list[dict[str, Any]]:
-    """One dict per learner: name, progress figures, stage counts (or ``error``)."""
+def read_learner(cur: Any, learner: str, deadline: float) -> dict[str, Any]:
+    """One learner's row, read through ``cur`` (an administrative cursor) by ``deadline``
+    (``time.monotonic()``): their progress figures and stage counts, or ``error`` saying why
+    not (``timed out``, ``not a table: <name>``, ``unreadable (error <code>)``). Never raises
+    for anything the tenant holds."""
+    database = tenant_name(learner)
+    row: dict[str, Any] = {"learner": learner}
+    try:
+        tables = _table_types(cur, database, deadline)
+        views = sorted(name for name, kind in tables.items() if kind != "BASE TABLE")
+        if views:  # a view runs the learner's SQL on the page's connection: never read one
+            raise _RowError(f"not a table: {views[0]}")
+        attempts = (_select(cur, deadline, progress.page_query(database))
+                    if progress.TABLE in tables else [])
+        row.update(_progress(attempts))
+        row.update(_stage(cur, database, tables, deadline))
+    except _RowError as exc:
+        row = {"learner": learner, "error": _cap(exc)}
+    except pymysql.err.Error as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        row = {"learner": learner, "error": "timed out" if code == TIMEOUT_CODE
+               else f"unreadable (error {code or type(exc).__name__})"}
+    except Exception as exc:  # noqa: BLE001 - one damaged tenant is one row's problem
+        row = {"learner": learner, "error": _cap(f"unreadable ({type(exc).__name__})")}
+    return row
+
+
+def room(directory: str | Path, *, workers: int = WORKERS, row_budget: float = ROW_BUDGET_S,
+         page_budget: float = PAGE_BUDGET_S) -> list[dict[str, Any]]:
+    """One dict per learner, in name order: name, progress figures, stage counts (or
+    ``error``). Returns within about ``page_budget`` seconds whatever the tenants hold; a row
+    not read by then says ``timed out``. Raises :class:`ClassroomError` only when no row could
+    be read because the server refused every login."""
     roster = Roster.load(directory)
-    out = []
-    with roster.admin() as cur:
-        for learner in sorted(roster.learners):
-            database = tenant_name(learner)
-            row: dict[str, Any] = {"learner": learner}
+    learners = sorted(roster.learners)
+    page_deadline = time.monotonic() + page_budget
+    todo, rows, failures = deque(learners), {}, []
+    lock = threading.Lock()
+
+    def take() -> str | None:
+        with lock:
+            return todo.popleft() if todo and time.monotonic() < page_deadline else None
+
+    def work() -> None:
+        while todo and time.monotonic() < page_deadline:
             try:
-                row.update(_progress(progress_rows(cur, database)))
-                row.update(_stage(cur, database))
-            except Exception as exc:  # noqa: BLE001 - one damaged tenant is one row's problem
-                row["error"] = _cap(type(exc).__name__)
-            out.append(row)
-    return out
+                with roster.admin() as cur:
+                    while (learner := take()) is not None:
+                        row = read_learner(cur, learner,
+                                           min(page_deadline, time.monotonic() + row_budget))
+                        with lock:
+                            rows[learner] = row
+                        if not cur.connection.open:  # a lost connection: open another
+                            break
+            except ClassroomError as exc:  # cannot log in: the other workers may
+                failures.append(exc)
+                return
+            except pymysql.err.Error:  # closing a connection the server had cut
+                continue
+
+    threads = [threading.Thread(target=work, name=f"bureau-instructor-read-{i}", daemon=True)
+               for i in range(min(workers, len(learners)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.0, page_deadline - time.monotonic()))
+    with lock:
+        if failures and not rows:
+            raise failures[0]
+        return [rows.get(learner, {"learner": learner, "error": "timed out"})
+                for learner in learners]
 
 
 STYLE = (".bureau-instructor-table{border-collapse:collapse}"

@@ -58,9 +58,9 @@ def rows(server: ServerSettings) -> list[tuple[Any, ...]]:
 
 
 def rows_in(cur: Any, database: str) -> list[tuple[Any, ...]]:
-    """Every attempt in ``database``, through an open cursor: the instructor's page reads every
-    tenant over its one administrative connection, not a new connection per learner per redraw.
-    ``database`` is a tenant name (a checked identifier)."""
+    """Every attempt in ``database`` (the learner's own read, ``detail`` included), through an
+    open cursor. ``database`` is a tenant name (a checked identifier). The instructor's page
+    reads :func:`page_query` instead."""
     cur.execute(f"SHOW TABLES FROM `{database}` LIKE %s", (TABLE,))
     if not cur.fetchall():
         return []
@@ -68,4 +68,26 @@ def rows_in(cur: Any, database: str) -> list[tuple[Any, ...]]:
     return list(cur.fetchall())
 
 
-__all__ = ["COLUMNS", "TABLE", "record", "register_tenant", "rows", "rows_in", "tenant_for"]
+PAGE_CAPS = {"lesson": 8, "kind": 16, "item": 64}
+"""Longest value of each column the instructor's page reads: the schema's own widths. The
+learner owns the table and may widen a column to hold 200,000 characters; ``LEFT`` in the
+statement keeps such a cell from ever crossing the wire in full."""
+PAGE_ROWS = 5_000
+"""The newest attempts the page reads per learner (a whole course is a few hundred; a learner
+who writes a million rows slows only their own row)."""
+PAGE_COLUMNS = ("lesson", "kind", "item", "ok")
+"""What the page reads of an attempt: never ``detail`` (a quiz choice, a prediction) nor ``at``."""
+
+
+def page_query(database: str) -> str:
+    """The instructor page's statement over ``database``'s progress table: the newest
+    :data:`PAGE_ROWS` attempts, newest first, as ``(lesson, kind, item, ok)`` with every string
+    cut in SQL to :data:`PAGE_CAPS` and ``ok`` reduced to 1/0/NULL by the server (a learner may
+    have retyped it as text). No ``detail``, no ``at``."""
+    cols = ", ".join(f"LEFT(`{c}`, {n})" for c, n in PAGE_CAPS.items())
+    return (f"SELECT {cols}, (`ok` = 1) FROM `{database}`.`{TABLE}` "
+            f"ORDER BY seq DESC LIMIT {PAGE_ROWS}")
+
+
+__all__ = ["COLUMNS", "PAGE_CAPS", "PAGE_COLUMNS", "PAGE_ROWS", "TABLE", "page_query", "record",
+           "register_tenant", "rows", "rows_in", "tenant_for"]
