@@ -221,7 +221,9 @@ print(json.dumps({
     "data": os.environ["BUREAU_DATA_DIR"], "kernel_file": get_connection_file(),
     "runtime": jupyter_runtime_dir(), "own": own,
     "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
-    "as": resource.getrlimit(resource.RLIMIT_AS)[0]}))
+    "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+    "status": {k: v.strip() for k, v in (line.split(":", 1) for line in open("/proc/self/status"))
+               if k in ("VmPeak", "VmHWM")}}))
 """
 
 
@@ -252,6 +254,7 @@ def test_two_learners_on_their_own_accounts_run_lesson_01_and_cannot_reach_each_
             me[learner] = _last_json(out)
 
         for learner, info in me.items():
+            print(f"{learner}'s kernel after lesson 01: {info['status']}")  # sizing (with -s)
             account = pwd.getpwnam(f"learner-{learner}")
             assert info["uid"] == account.pw_uid != 0, f"{learner}'s kernel runs as {info['uid']}"
             assert info["home"] == str(hub_dir / "homes" / learner)
