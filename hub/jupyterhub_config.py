@@ -149,10 +149,22 @@ if authenticator == "dummy":
 elif authenticator == "firstuse":
     # A learner on the instructor's list sets their password at first login (bcrypt hashes
     # in the state folder); names off the list are refused.
-    c.JupyterHub.authenticator_class = "firstuseauthenticator.FirstUseAuthenticator"
-    c.FirstUseAuthenticator.dbm_path = str(STATE / "passwords.dbm")
-    c.FirstUseAuthenticator.create_users = True
-    c.FirstUseAuthenticator.min_password_length = 8
+    from firstuseauthenticator import FirstUseAuthenticator
+
+    class RoomAuthenticator(FirstUseAuthenticator):
+        """FirstUseAuthenticator, with a password over bcrypt's 72 bytes refused with a message
+        (bcrypt 5 raises on it, which the login page showed as a bare HTTP 500)."""
+
+        async def authenticate(self, handler, data):
+            if len(data.get("password", "").encode("utf-8")) > 72:
+                handler.custom_login_error = "Passwords are at most 72 bytes: pick a shorter one."
+                return None
+            return await super().authenticate(handler, data)
+
+    c.JupyterHub.authenticator_class = RoomAuthenticator
+    c.RoomAuthenticator.dbm_path = str(STATE / "passwords.dbm")
+    c.RoomAuthenticator.create_users = True
+    c.RoomAuthenticator.min_password_length = 8
     if not allowed:
         refuse("no learner names: with FirstUseAuthenticator the first to type a name owns it.",
                "set BUREAU_HUB_USERS=ada,grace,... (the room's list).")
