@@ -22,6 +22,7 @@ from typing import Any
 from ..ledger.rows import store_id_for
 from ..model import BOARD
 from ..settings import Settings
+from ..storage.reconnect import is_lost
 from .connection import tenant_name
 from .progress import rows_in as progress_rows
 from .tenants import Roster
@@ -86,7 +87,20 @@ def _stage(cur: Any, database: str) -> dict[str, Any]:
 
 
 def room(directory: str | Path) -> list[dict[str, Any]]:
-    """One dict per learner: name, progress figures, stage counts (or ``error``)."""
+    """One dict per learner: name, progress figures, stage counts (or ``error``), and
+    ``locked`` for a learner the room's guard locked. A redraw whose connection a learner killed
+    is read again (:mod:`bureau.storage.reconnect`)."""
+    from ..storage.reconnect import retry
+    from .guard import locked_learners
+
+    rows = retry(lambda: _room(directory), "reading the room")
+    locked = {x.get("learner") for x in locked_learners(directory)}
+    for row in rows:
+        row["locked"] = row["learner"] in locked
+    return rows
+
+
+def _room(directory: str | Path) -> list[dict[str, Any]]:
     roster = Roster.load(directory)
     out = []
     with roster.admin() as cur:
@@ -97,6 +111,8 @@ def room(directory: str | Path) -> list[dict[str, Any]]:
                 row.update(_progress(progress_rows(cur, database)))
                 row.update(_stage(cur, database))
             except Exception as exc:  # noqa: BLE001 - one damaged tenant is one row's problem
+                if is_lost(exc):  # the page's own connection died: the whole redraw again
+                    raise
                 row["error"] = _cap(type(exc).__name__)
             out.append(row)
     return out
@@ -122,7 +138,8 @@ def room_html(rows: list[dict[str, Any]]) -> str:
         roles = " · ".join(f'<span data-role="{e(a)}">{e(_cap(a, 32))} {int(n)}</span>'
                            for a, n in r["roles"].items()) or "—"
         body.append(
-            f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}</td>'
+            f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}'
+            f'{" (locked by the guard)" if r.get("locked") else ""}</td>'
             f'<td class="lessons">{e(", ".join(r["lessons"])) or "—"}</td>'
             f'<td class="checks">{int(r["checks_passed"])}</td>'
             f'<td class="quiz">{int(r["quiz_right"])}/{int(r["quiz_answered"])}</td>'

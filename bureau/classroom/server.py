@@ -46,9 +46,13 @@ def admin_connect(host: str, port: int, user: str, password: str, database: str 
                            connect_timeout=timeout)
 
 
-def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str]:
+def start_server(base_dir: Path, port: int | None = None,
+                 password: str | None = None) -> tuple[int, int, str]:
     """Start ``seekdb --nodaemon`` in ``base_dir`` (owner-only files), wait until it answers on
-    127.0.0.1, and give ``root`` a random password. Returns (pid, port, root password)."""
+    127.0.0.1, and give ``root`` a random password. Returns (pid, port, root password).
+
+    ``password``: restart a server whose data is already there (its ``root`` has this
+    password): same data, same port, nothing changed on it."""
     base_dir = private_dir(base_dir)
     port = port or free_port()
     log = open(base_dir / "server.out", "w")  # noqa: SIM115 - handed to the child
@@ -67,7 +71,7 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
                                  f"starting: {tail}",
                                  "Is the port in use? Try another with --port.")
         try:
-            conn = admin_connect(LOOPBACK, port, "root", "", timeout=2)
+            conn = admin_connect(LOOPBACK, port, "root", password or "", timeout=2)
             break
         except pymysql.err.Error:
             if time.monotonic() > deadline:
@@ -75,6 +79,9 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
                 raise ClassroomError(f"The seekdb server did not answer on port {port} within "
                                      f"{START_TIMEOUT_S:.0f} s.") from None
             time.sleep(0.5)
+    if password is not None:
+        conn.close()
+        return proc.pid, port, password
     password = new_password()
     try:
         with conn.cursor() as cur:

@@ -126,19 +126,35 @@ def _scrub(exc: BaseException, *secrets: str) -> str:
 
 # -- the classroom -------------------------------------------------------------------------------
 def start(directory: str | Path, port: int | None = None,
-          learner_host: str = LOOPBACK) -> Roster:
-    """Start a seekdb server for a new classroom in ``directory`` (owner-only)."""
+          learner_host: str = LOOPBACK, guard: bool = True) -> Roster:
+    """Start a seekdb server for a new classroom in ``directory`` (owner-only), or restart the
+    stopped server of an existing one (same data, port, roster and ``root`` password: every
+    connection file keeps working). ``guard``: start the room's KILL guard
+    (:mod:`bureau.classroom.guard`) beside it."""
+    from . import guard as room_guard
+
     directory = private_dir(Path(directory).absolute())
     if (directory / ROSTER).exists():
         roster = Roster.load(directory)
-        if roster.pid is not None and srv.server_running(roster.pid, roster.server_dir):
+        if roster.pid is None:
+            raise ClassroomError(f"The classroom in {directory} uses a server it did not start "
+                                 f"({roster.host}:{roster.port}); start that server itself.")
+        if srv.server_running(roster.pid, roster.server_dir):
             raise ClassroomError(f"The classroom in {directory} already runs its server "
                                  f"(pid {roster.pid}, port {roster.port}).")
-        raise ClassroomError(f"{directory} already holds a classroom whose server is stopped.",
-                             "Tear it down first (`classroom teardown`), or pick another --dir.")
-    pid, port, password = srv.start_server(directory / "server", port)
-    roster = Roster(directory, LOOPBACK, port, "root", password, learner_host, pid)
-    roster.save()
+        if port is not None and port != roster.port:
+            raise ClassroomError(f"The classroom in {directory} serves on port {roster.port}; "
+                                 "its connection files name that port.",
+                                 "Restart it without --port.")
+        roster.pid, _, _ = srv.start_server(roster.server_dir, roster.port,
+                                            password=roster.admin_password)
+        roster.save()
+    else:
+        pid, port, password = srv.start_server(directory / "server", port)
+        roster = Roster(directory, LOOPBACK, port, "root", password, learner_host, pid)
+        roster.save()
+    if guard:
+        room_guard.start(directory)
     return roster
 
 
@@ -207,11 +223,15 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     password = srv.new_password()
     with roster.admin() as cur:
         cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
+        cur.execute("ALTER USER %s@'%%' ACCOUNT UNLOCK", (user,))  # the guard may have locked it
         _kill_sessions(cur, user)
         if not keep_data:
             cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
             cur.execute(f"CREATE DATABASE `{user}`")
             cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
+    from .guard import unlock
+
+    unlock(roster.directory, learner)
     return _issue(roster, learner, password)
 
 
@@ -238,7 +258,10 @@ def _known(roster: Roster, learner: str) -> str:
 
 def teardown(directory: str | Path) -> None:
     """Remove every learner, stop the server this classroom started, delete the folder."""
+    from .guard import stop as stop_guard
+
     roster = Roster.load(directory)
+    stop_guard(roster.directory)
     running = roster.pid is not None and srv.server_running(roster.pid, roster.server_dir)
     if roster.pid is None or running:
         for learner in list(roster.learners):
@@ -250,12 +273,17 @@ def teardown(directory: str | Path) -> None:
 
 
 def status(directory: str | Path) -> dict[str, Any]:
-    """What the instructor may print: server, learners, connection files (no password)."""
+    """What the instructor may print: server (whether it runs: ``start`` restarts a stopped
+    one), its guard, locked learners, learners, connection files (no password)."""
+    from . import guard as room_guard
+
     roster = Roster.load(directory)
     running = (srv.server_running(roster.pid, roster.server_dir) if roster.pid is not None
                else None)
     return {"directory": str(roster.directory), "host": roster.host, "port": roster.port,
             "started_here": roster.pid is not None, "running": running,
+            "guard_running": room_guard.running(roster.directory) is not None,
+            "locked": [x.get("learner") for x in room_guard.locked_learners(roster.directory)],
             "learners": {name: str(roster.connection_file(name)) for name in roster.learners}}
 
 
