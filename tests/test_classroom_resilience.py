@@ -444,3 +444,25 @@ def test_the_load_test_fault_run_reports_no_lost_write_and_a_recovery_time(tmp_p
     assert fault["lost_writes"] == 0 and fault["untyped_errors"] == [] and fault["acked_writes"] > 0
     assert 0 < fault["restart_s"] < 120 and fault["recovered_s"] is not None
     assert "fault run: server killed" in proc.stdout
+
+
+def test_the_guard_strikes_only_a_lone_learner_that_went_idle_at_the_kill():
+    """The attribution rule on its own: a strike needs exactly one learner account going idle
+    within the tolerance of a KILL of another account's session (not its own, not root's)."""
+    w = object.__new__(guard.Watcher)
+    w.pending, w.strikes, w.kills = [], {}, {}
+    w.users = {1: "learner_eve", 2: "learner_ann", 3: "root", 4: "learner_ben", 5: "learner_eve"}
+    at = 1000.0
+    w.idle_since = {1: at + 0.002, 3: at + 0.001}  # eve and root went idle at the KILL
+    w.pending = [(at, 2)]  # a KILL of ann's session
+    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": 1}
+    w.pending = [(at, 5)]  # eve ending her own other session: allowed
+    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": 1}
+    w.idle_since[4] = at + 0.003  # ben also went idle then: ambiguous, no strike
+    w.pending = [(at, 2)]
+    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": 1}
+    w.idle_since = {1: at + 0.004, 4: at + 0.5}  # ben well outside the tolerance
+    w.pending = [(at, 2)]
+    assert w._attribute(at + 1) == ["learner_eve"]  # the second strike locks
+    w.pending = [(at + 2, 2)]  # logged after the last poll: waits for the next one
+    assert w._attribute(at + 2) == [] and w.pending == [(at + 2, 2)]

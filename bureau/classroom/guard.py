@@ -181,11 +181,11 @@ class Watcher:
         return out
 
     def lock(self, user: str) -> None:
-        from .tenants import _kill_sessions
+        from .tenants import kill_sessions
 
         with self._cursor() as cur:
             cur.execute("ALTER USER %s@'%%' ACCOUNT LOCK", (user,))
-            _kill_sessions(cur, user)
+            kill_sessions(cur, user)
         learner = user.removeprefix("learner_")
         state = read_state(self.directory)
         locked = [x for x in state.get("locked", []) if x.get("learner") != learner]
@@ -218,7 +218,11 @@ def run_forever(directory: str | Path) -> None:
 
     signal.signal(signal.SIGTERM, on_term)
     while not stop:
-        watcher.step()
+        try:
+            watcher.step()
+        except Exception:  # noqa: BLE001 - a guard that dies guards nothing: log, go on
+            log.exception("guard: one poll failed")
+            watcher._conn = None
         time.sleep(POLL_S)
 
 

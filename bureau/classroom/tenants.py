@@ -172,7 +172,7 @@ def use(directory: str | Path, host: str, port: int, admin_user: str, admin_pass
     return roster
 
 
-def _kill_sessions(cur: Any, user: str) -> int:
+def kill_sessions(cur: Any, user: str) -> int:
     """End the learner's open sessions: a dropped account or a changed password does not close
     a connection that is already logged in."""
     cur.execute("SHOW PROCESSLIST")
@@ -224,7 +224,7 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     with roster.admin() as cur:
         cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
         cur.execute("ALTER USER %s@'%%' ACCOUNT UNLOCK", (user,))  # the guard may have locked it
-        _kill_sessions(cur, user)
+        kill_sessions(cur, user)
         if not keep_data:
             cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
             cur.execute(f"CREATE DATABASE `{user}`")
@@ -241,7 +241,7 @@ def remove(directory: str | Path, learner: str) -> None:
     user = _known(roster, learner)
     with roster.admin() as cur:
         cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
-        _kill_sessions(cur, user)
+        kill_sessions(cur, user)
         cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
     roster.learners.remove(learner)
     roster.save()
@@ -293,4 +293,4 @@ def connection(directory: str | Path, learner: str) -> TenantConnection:
     return read_connection(roster.connection_file(learner))
 
 
-__all__ = ["Roster", "add", "connection", "remove", "reset", "start", "status", "teardown", "use"]
+__all__ = ["Roster", "add", "connection", "kill_sessions", "remove", "reset", "start", "status", "teardown", "use"]
