@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "guard":
         from .guard import main as guard_main
 
-        return guard_main(args)
+        return guard_main(tenants.Roster.load(args.dir))
     if action == "start":
         roster = tenants.start(args.dir, args.port, args.learner_host)
         print(f"classroom server running on 127.0.0.1:{roster.port} (pid {roster.pid}); "

@@ -26,7 +26,6 @@ It runs as ``python -m bureau classroom guard --dir D``, started in the backgrou
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -91,10 +90,10 @@ def unlock(directory: str | Path, learner: str) -> None:
 class Watcher:
     """One room's KILL watcher (see the module's docstring); :meth:`step` is one poll."""
 
-    def __init__(self, directory: str | Path) -> None:
-        from .tenants import Roster
-
-        self.roster = Roster.load(directory)
+    def __init__(self, roster: Any) -> None:
+        """``roster``: the room's :class:`~bureau.classroom.tenants.Roster` (passed in: the
+        tenants module starts and stops the guard, so the guard does not import it)."""
+        self.roster = roster
         self.directory = self.roster.directory
         self.log_path = self.roster.server_dir / "log" / "seekdb.log"
         self._log: Any = None
@@ -181,11 +180,9 @@ class Watcher:
         return out
 
     def lock(self, user: str) -> None:
-        from .tenants import kill_sessions
-
         with self._cursor() as cur:
             cur.execute("ALTER USER %s@'%%' ACCOUNT LOCK", (user,))
-            kill_sessions(cur, user)
+            srv.kill_sessions(cur, user)
         learner = user.removeprefix("learner_")
         state = read_state(self.directory)
         locked = [x for x in state.get("locked", []) if x.get("learner") != learner]
@@ -207,8 +204,8 @@ class Watcher:
             self._conn = None  # the guard's own session was killed, or the server restarts
 
 
-def run_forever(directory: str | Path) -> None:
-    watcher = Watcher(directory)
+def run_forever(roster: Any) -> None:
+    watcher = Watcher(roster)
     watcher._open_log(at_end=True)
     stop = False
 
@@ -279,9 +276,10 @@ def stop(directory: str | Path) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(roster: Any) -> int:
+    """``python -m bureau classroom guard --dir D`` (the CLI loads the roster)."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    run_forever(args.dir)
+    run_forever(roster)
     return 0
 
 

@@ -91,6 +91,19 @@ def start_server(base_dir: Path, port: int | None = None,
     return proc.pid, port, password
 
 
+def kill_sessions(cur: Any, user: str) -> int:
+    """End the learner's open sessions: a dropped account or a changed password does not close
+    a connection that is already logged in."""
+    cur.execute("SHOW PROCESSLIST")
+    ids = [row[0] for row in cur.fetchall() if row[1] == user]
+    for session in ids:
+        try:
+            cur.execute(f"KILL {int(session)}")
+        except pymysql.err.Error:  # ended meanwhile
+            pass
+    return len(ids)
+
+
 def _is_our_server(pid: int, base_dir: Path) -> bool:
     """The PID still runs the seekdb started in ``base_dir`` (PIDs are reused)."""
     try:
@@ -140,5 +153,5 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-__all__ = ["LOOPBACK", "admin_connect", "cpu_s", "free_port", "new_password", "rss_mb", "server_running",
+__all__ = ["LOOPBACK", "admin_connect", "cpu_s", "free_port", "kill_sessions", "new_password", "rss_mb", "server_running",
            "start_server", "stop_server"]

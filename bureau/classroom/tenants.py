@@ -22,7 +22,9 @@ paths, and a server error is reported by its code and wording with any password 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -146,8 +148,7 @@ def start(directory: str | Path, port: int | None = None,
             raise ClassroomError(f"The classroom in {directory} serves on port {roster.port}; "
                                  "its connection files name that port.",
                                  "Restart it without --port.")
-        roster.pid, _, _ = srv.start_server(roster.server_dir, roster.port,
-                                            password=roster.admin_password)
+        roster.pid = _restart(roster)
         roster.save()
     else:
         pid, port, password = srv.start_server(directory / "server", port)
@@ -156,6 +157,30 @@ def start(directory: str | Path, port: int | None = None,
     if guard:
         room_guard.start(directory)
     return roster
+
+
+RESTART_TRIES = 5
+
+
+def _restart(roster: Roster) -> int:
+    """Start the stopped server again on its data. Right after a ``kill -9`` seekdb may refuse
+    for a moment ("Did you started seekdb already?": measured when the killed server was still
+    being torn down), so a refusal is tried again, a few seconds apart."""
+    assert roster.pid is not None
+    try:  # the killed server may be our own child: reap it, or its PID looks alive
+        os.waitpid(roster.pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    for attempt in range(1, RESTART_TRIES + 1):
+        try:
+            pid, _, _ = srv.start_server(roster.server_dir, roster.port,
+                                         password=roster.admin_password)
+            return pid
+        except ClassroomError:
+            if attempt == RESTART_TRIES:
+                raise
+            time.sleep(2.0 * attempt)
+    raise AssertionError("unreachable")
 
 
 def use(directory: str | Path, host: str, port: int, admin_user: str, admin_password: str,
@@ -170,19 +195,6 @@ def use(directory: str | Path, host: str, port: int, admin_user: str, admin_pass
         cur.execute("SELECT 1")
     roster.save()
     return roster
-
-
-def kill_sessions(cur: Any, user: str) -> int:
-    """End the learner's open sessions: a dropped account or a changed password does not close
-    a connection that is already logged in."""
-    cur.execute("SHOW PROCESSLIST")
-    ids = [row[0] for row in cur.fetchall() if row[1] == user]
-    for session in ids:
-        try:
-            cur.execute(f"KILL {int(session)}")
-        except pymysql.err.Error:  # ended meanwhile
-            pass
-    return len(ids)
 
 
 def _issue(roster: Roster, learner: str, password: str) -> Path:
@@ -224,7 +236,7 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     with roster.admin() as cur:
         cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
         cur.execute("ALTER USER %s@'%%' ACCOUNT UNLOCK", (user,))  # the guard may have locked it
-        kill_sessions(cur, user)
+        srv.kill_sessions(cur, user)
         if not keep_data:
             cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
             cur.execute(f"CREATE DATABASE `{user}`")
@@ -241,7 +253,7 @@ def remove(directory: str | Path, learner: str) -> None:
     user = _known(roster, learner)
     with roster.admin() as cur:
         cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
-        kill_sessions(cur, user)
+        srv.kill_sessions(cur, user)
         cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
     roster.learners.remove(learner)
     roster.save()
@@ -293,4 +305,4 @@ def connection(directory: str | Path, learner: str) -> TenantConnection:
     return read_connection(roster.connection_file(learner))
 
 
-__all__ = ["Roster", "add", "connection", "kill_sessions", "remove", "reset", "start", "status", "teardown", "use"]
+__all__ = ["Roster", "add", "connection", "remove", "reset", "start", "status", "teardown", "use"]
