@@ -163,9 +163,10 @@ RESTART_TRIES = 5
 
 
 def _restart(roster: Roster) -> int:
-    """Start the stopped server again on its data. Right after a ``kill -9`` seekdb may refuse
-    for a moment ("Did you started seekdb already?": measured when the killed server was still
-    being torn down), so a refusal is tried again, a few seconds apart."""
+    """Start the stopped server again on its data. Right after a ``kill -9`` seekdb refused
+    ("Start seekdb failed. Did you started seekdb already?", measured once: the killed server
+    was this process's child and not yet reaped, so its PID still looked alive); the old server
+    is reaped here, and a refusal is tried again a few seconds apart."""
     assert roster.pid is not None
     try:  # the killed server may be our own child: reap it, or its PID looks alive
         os.waitpid(roster.pid, os.WNOHANG)
