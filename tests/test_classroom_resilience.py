@@ -466,3 +466,40 @@ def test_the_guard_strikes_only_a_lone_learner_that_went_idle_at_the_kill():
     assert w._attribute(at + 1) == ["learner_eve"]  # the second strike locks
     w.pending = [(at + 2, 2)]  # logged after the last poll: waits for the next one
     assert w._attribute(at + 2) == [] and w.pending == [(at + 2, 2)]
+
+
+def test_a_progress_record_whose_answer_is_lost_is_written_once(room, monkeypatch):
+    """The INSERT of a progress attempt reaches the server, then the connection dies: the retry
+    finds the row (by its attempt and exact time) and does not write it again."""
+    from bureau.classroom import progress
+    from bureau.settings import ServerSettings
+
+    c = read_connection(room.connection_file("ben"))
+    server = ServerSettings(host="127.0.0.1", port=c.port, user=c.user, password=c.password,
+                            db_name=c.database)
+    real_connect, lost = progress.connect, []
+
+    def connect_then_lose(*a, **kw):
+        conn = real_connect(*a, **kw)
+        real_cursor = conn.cursor
+
+        def cursor():
+            cur = real_cursor()
+            real_execute = cur.execute
+
+            def execute(sql, params=None):
+                out = real_execute(sql, params)
+                if sql.startswith("INSERT") and not lost:
+                    lost.append(sql)
+                    raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server")
+                return out
+            cur.execute = execute
+            return cur
+        conn.cursor = cursor
+        return conn
+
+    monkeypatch.setattr(progress, "connect", connect_then_lose)
+    progress.record(server, ("09", "check", "lost-answer", 1, None))
+    monkeypatch.setattr(progress, "connect", real_connect)
+    items = [r[2] for r in progress.rows(server)]
+    assert lost and items.count("lost-answer") == 1
