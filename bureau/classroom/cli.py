@@ -8,6 +8,7 @@
     python -m bureau classroom remove --dir D alice
     python -m bureau classroom status --dir D
     python -m bureau classroom teardown --dir D
+    python -m bureau classroom guard --dir D     # the KILL guard (``start`` runs it in the background)
     python -m bureau classroom loadtest --learners 30 [--duration 180]
 
 Nothing printed holds a password: the commands print paths, names and ports. ``--dir`` defaults
