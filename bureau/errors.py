@@ -290,3 +290,12 @@ class TenantAccessError(ClassroomError):
     """A learner's account cannot log in to its tenant: a wrong password (a connection file
     from before a reset), or a learner the instructor removed. The message names the learner,
     never the password."""
+
+
+class ServerUnavailableError(BureauError):
+    """The database server (a classroom's, a shared deployment's) dropped the connection twice
+    or does not answer: it was restarted, stopped, or a session was ended. Nothing acknowledged
+    is lost; the call that raised this did not happen, or happened once (see its message)."""
+
+    hint = ("Wait a few seconds (the server may be restarting) and re-run the cell; if it "
+            "keeps failing, ask the instructor whether the classroom server runs.")

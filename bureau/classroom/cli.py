@@ -1,12 +1,14 @@
 """``python -m bureau classroom ...``: the instructor's commands.
 
     python -m bureau classroom start --dir ~/classroom [--port 2881] [--learner-host HOST]
+        (on an existing room whose server stopped: restarts it, same data, roster, password)
     python -m bureau classroom use --dir D --host H --port P --admin-user U   # password: $BUREAU_CLASSROOM_ADMIN_PASSWORD
     python -m bureau classroom add --dir D alice bob carol    # prints each connection file's path
     python -m bureau classroom reset --dir D alice [--keep-data]
     python -m bureau classroom remove --dir D alice
     python -m bureau classroom status --dir D
     python -m bureau classroom teardown --dir D
+    python -m bureau classroom guard --dir D     # the KILL guard (``start`` runs it in the background)
     python -m bureau classroom loadtest --learners 30 [--duration 180]
 
 Nothing printed holds a password: the commands print paths, names and ports. ``--dir`` defaults
@@ -32,7 +34,8 @@ def _dir_argument(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True)
-    s = sub.add_parser("start", help="start a seekdb server for a new classroom")
+    s = sub.add_parser("start", help="start a seekdb server for a new classroom (or restart "
+                                      "the stopped server of an existing one)")
     _dir_argument(s)
     s.add_argument("--port", type=int, default=None, help="default: a free port")
     s.add_argument("--learner-host", default="127.0.0.1",
@@ -52,6 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         if name == "reset":
             a.add_argument("--keep-data", action="store_true")
     for name, helptext in (("status", "the server and the learners (no password)"),
+                           ("guard", "watch for KILLs of other sessions, lock the sender "
+                                     "(started by `start`)"),
                            ("teardown", "remove every learner, stop the server, delete the folder")):
         _dir_argument(sub.add_parser(name, help=helptext))
     from .loadtest import add_arguments as loadtest_arguments
@@ -68,9 +73,13 @@ def run(args: argparse.Namespace) -> int:
         from .loadtest import run as run_loadtest
 
         return run_loadtest(args)
+    if action == "guard":
+        from .guard import main as guard_main
+
+        return guard_main(tenants.Roster.load(args.dir))
     if action == "start":
         roster = tenants.start(args.dir, args.port, args.learner_host)
-        print(f"classroom server started on 127.0.0.1:{roster.port} (pid {roster.pid}); "
+        print(f"classroom server running on 127.0.0.1:{roster.port} (pid {roster.pid}); "
               f"roster {roster.directory / tenants.ROSTER}")
     elif action == "use":
         password = os.environ.get("BUREAU_CLASSROOM_ADMIN_PASSWORD", "")

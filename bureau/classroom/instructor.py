@@ -42,6 +42,7 @@ from ..model import BOARD
 from ..settings import Settings
 from ..tenancy.connection import tenant_name
 from . import progress
+from .guard import locked_learners
 from .tenants import Roster
 
 CARDS_TABLE = Settings().collection
@@ -241,8 +242,12 @@ def room(directory: str | Path, *, workers: int = WORKERS, row_budget: float = R
     with lock:
         if failures and not rows:
             raise failures[0]
-        return [rows.get(learner, {"learner": learner, "error": "timed out"})
-                for learner in learners]
+        out = [rows.get(learner, {"learner": learner, "error": "timed out"})
+               for learner in learners]
+    locked = {x.get("learner") for x in locked_learners(directory)}
+    for row in out:  # the room's guard locked this account (it ended others' sessions)
+        row["locked"] = row["learner"] in locked
+    return out
 
 
 STYLE = (".bureau-instructor-table{border-collapse:collapse}"
@@ -265,7 +270,8 @@ def room_html(rows: list[dict[str, Any]]) -> str:
         roles = " · ".join(f'<span data-role="{e(a)}">{e(_cap(a, 32))} {int(n)}</span>'
                            for a, n in r["roles"].items()) or "—"
         body.append(
-            f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}</td>'
+            f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}'
+            f'{" (locked by the guard)" if r.get("locked") else ""}</td>'
             f'<td class="lessons">{e(", ".join(r["lessons"])) or "—"}</td>'
             f'<td class="checks">{int(r["checks_passed"])}</td>'
             f'<td class="quiz">{int(r["quiz_right"])}/{int(r["quiz_answered"])}</td>'

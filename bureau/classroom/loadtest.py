@@ -22,6 +22,14 @@ It prints p50/p95/max latency per action, errors, probes and cross-tenant reads,
 resident memory (sampled every second) and each learner process's peak, as a table and JSON
 (``--out``/loadtest.json). Targets: 0 errors, 0 cross-tenant reads, interrogation p95 at most
 3x the solo p50.
+
+**Fault run** (``--fault-at S``): S seconds into the room phase the server is killed with
+``SIGKILL`` and restarted at once (``classroom start`` on the existing room: same data, port and
+passwords). Each learner keeps every card id a whisper acknowledged and checks at the end that
+all are there (lost writes, must be 0). The report adds errors by kind (every one must be a
+typed bureau error, never a driver's), the restart's duration, and the time to recover: from the
+kill to the last learner's first successful call after it. Targets then: 0 untyped errors,
+0 lost writes, 0 cross-tenant reads (latency is not judged).
 """
 
 from __future__ import annotations
@@ -63,6 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "temporary one, torn down afterwards)")
     p.add_argument("--out", type=Path, default=Path("classroom-results"))
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--fault-at", type=float, default=None, metavar="S",
+                   help="fault run: kill -9 the server S seconds into the room phase and "
+                        "restart it (needs a classroom this run starts)")
     return p
 
 
@@ -153,7 +164,10 @@ def child_main(argv: list[str]) -> None:
     deadline = time.time() + opts["timeout"]
     lat: dict[str, list[float]] = {}
     errors: dict[str, int] = {}
+    untyped: list[str] = []
+    ok_at: list[float] = []
     probes = cross = 0
+    from ..errors import BureauError
 
     def timed(action: str, fn: Any) -> Any:
         t0 = time.perf_counter()
@@ -162,8 +176,11 @@ def child_main(argv: list[str]) -> None:
         except Exception as exc:  # noqa: BLE001 - every failure is counted and named
             key = f"{action}:{type(exc).__name__}"
             errors[key] = errors.get(key, 0) + 1
+            if not isinstance(exc, BureauError):
+                untyped.append(f"{key}: {exc}"[:300])
             return None
         lat.setdefault(action, []).append((time.perf_counter() - t0) * 1000)
+        ok_at.append(time.time())
         return out
 
     conn_info = read_connection(os.environ["BUREAU_CLASSROOM"])
@@ -188,6 +205,7 @@ def child_main(argv: list[str]) -> None:
     stop_at = time.time() + opts["duration"]
     n = 0
     whispered: list[str] = []
+    acked: list[str] = []
     sigma, median = opts["think_sigma"], opts["think_median"]
     while time.time() < stop_at:
         n += 1
@@ -198,6 +216,7 @@ def child_main(argv: list[str]) -> None:
                                                                    topic="note"))
             if card is not None:
                 whispered.append(card.id)
+                acked.append(card.id)
         elif step == 2:
             timed("cards", lambda: case.cards("informant"))
         elif step == 3:
@@ -227,9 +246,18 @@ def child_main(argv: list[str]) -> None:
                     THINK_CLIP[1])
         time.sleep(max(0.0, min(think, stop_at - time.time())))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    cpu = round(_cpu_s() - cpu_at_go, 2)
+    held = {c.id for c in bureau.gateway.list(case.space, "informant")}
+    killed = sync / "killed"
+    recovered = None
+    if killed.exists():
+        kill_at = float(killed.read_text())
+        recovered = next((t - kill_at for t in ok_at if t > kill_at), None)
     print(json.dumps({"learner": me, "latency_ms": lat, "errors": errors, "probes": probes,
                       "cross_tenant_reads": cross, "peak_rss_mb": round(peak, 1),
-                      "actions": n, "room_cpu_s": round(_cpu_s() - cpu_at_go, 2)}))
+                      "actions": n, "room_cpu_s": cpu, "acked_writes": len(acked),
+                      "lost_writes": [c for c in acked if c not in held],
+                      "untyped_errors": untyped, "recovered_s": recovered}))
 
 
 def _cpu_s() -> float:
@@ -276,8 +304,14 @@ def format_table(report: dict[str, Any]) -> str:
         f"{s['room_cpu_s']['learners']} (wall clock {s['duration_s']:.0f} s, "
         f"{os.cpu_count()} cores)",
         f"load average during the run: {s['loadavg']}",
-        "TARGETS MET" if s["targets_met"] else "TARGETS MISSED",
     ]
+    if s.get("fault"):
+        f = s["fault"]
+        lines.append(f"fault run: server killed (-9) {f['killed_at_s']} s into the room phase, "
+                     f"back after {f['restart_s']} s; every learner's next success within "
+                     f"{f['recovered_s']} s of the kill; acknowledged writes {f['acked_writes']},"
+                     f" lost {f['lost_writes']}; untyped errors {len(f['untyped_errors'])}")
+    lines.append("TARGETS MET" if s["targets_met"] else "TARGETS MISSED")
     return "\n".join(lines)
 
 
@@ -286,12 +320,38 @@ def _tail(logs: Path, proc: subprocess.Popen[str], procs: list[subprocess.Popen[
     return (logs / f"{names[procs.index(proc)]}.err").read_text(errors="replace")[-3000:]
 
 
+def _kill_and_restart(directory: Path, roster: Any, sync: Path) -> tuple[Any, dict[str, Any]]:
+    """The fault: SIGKILL the room's server, then ``classroom start`` on the same room."""
+    import signal
+
+    from . import tenants
+    from .server import server_running
+
+    assert roster.pid is not None
+    print("fault: kill -9 of the server", file=sys.stderr, flush=True)
+    kill_at = time.time()
+    os.kill(roster.pid, signal.SIGKILL)
+    try:
+        os.waitpid(roster.pid, 0)  # this run started it: reap it (a zombie's PID looks alive)
+    except ChildProcessError:
+        pass
+    while server_running(roster.pid, roster.server_dir):
+        time.sleep(0.02)
+    (sync / "killed").write_text(repr(kill_at))
+    roster = tenants.start(directory)
+    up = time.time() - kill_at
+    print(f"fault: server back after {up:.1f} s", file=sys.stderr, flush=True)
+    return roster, {"killed_at_s": None, "restart_s": round(up, 2)}
+
+
 def run(args: argparse.Namespace) -> int:
     from . import tenants
     from .server import cpu_s, rss_mb
 
     if args.learners < 1:
         raise SystemExit("--learners must be at least 1")
+    if args.fault_at is not None and args.dir is not None:
+        raise SystemExit("--fault-at kills the server: only with a classroom this run starts")
     scratch = Path(tempfile.mkdtemp(prefix="bureau-loadtest-"))
     own_room = args.dir is None
     directory = scratch / "room" if own_room else args.dir
@@ -347,8 +407,14 @@ def run(args: argparse.Namespace) -> int:
         load_before = os.getloadavg()
         server_cpu_before = cpu_s(roster.pid) if roster.pid is not None else None
         (sync / "go").touch()
+        go_at = time.time()
         print(f"room phase: {args.duration:.0f} s", file=sys.stderr, flush=True)
+        fault: dict[str, Any] | None = None
         while any(p.poll() is None for p in procs):
+            if args.fault_at is not None and fault is None and time.time() - go_at >= args.fault_at:
+                roster, fault = _kill_and_restart(directory, roster, sync)
+                fault["killed_at_s"] = round(time.time() - go_at - fault["restart_s"], 1)
+                server_cpu_before = None  # a new process: its CPU is not the room's
             sample()
             time.sleep(1)
         load_after = os.getloadavg()
@@ -365,6 +431,14 @@ def run(args: argparse.Namespace) -> int:
         interrogate_p95 = report["actions"].get("interrogate", {}).get("p95_ms") or math.inf
         errors = sum(report["errors"].values()) + len(failed)
         cross = sum(r["cross_tenant_reads"] for r in results)
+        lost = sum(len(r.get("lost_writes", [])) for r in results)
+        untyped = [u for r in results for u in r.get("untyped_errors", [])
+                   if not u.startswith("probe:")]
+        if fault is not None:
+            recovered = [r["recovered_s"] for r in results if r.get("recovered_s") is not None]
+            fault.update(recovered_s=round(max(recovered), 2) if len(recovered) == len(results)
+                         else None, lost_writes=lost, untyped_errors=untyped,
+                         acked_writes=sum(r.get("acked_writes", 0) for r in results))
         peaks = [r["peak_rss_mb"] for r in results]
         report.update({
             "learners": args.learners, "learners_finished": len(results),
@@ -382,8 +456,14 @@ def run(args: argparse.Namespace) -> int:
             "loadavg": {"before_room": [round(x, 2) for x in load_before],
                         "after_room": [round(x, 2) for x in load_after]},
         })
-        report["targets_met"] = bool(errors == 0 and cross == 0
-                                     and report["ratio"] <= TARGET_RATIO)
+        report["lost_writes"] = lost
+        report["fault"] = fault
+        if fault is not None:
+            report["targets_met"] = bool(not failed and not untyped and lost == 0 and cross == 0
+                                         and fault["recovered_s"] is not None)
+        else:
+            report["targets_met"] = bool(errors == 0 and cross == 0 and lost == 0
+                                         and report["ratio"] <= TARGET_RATIO)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "loadtest.json").write_text(json.dumps(report, indent=2) + "\n")
         print(format_table(report))

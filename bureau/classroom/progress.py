@@ -36,25 +36,56 @@ def connect(server: ServerSettings, database: str | None = None) -> Any:
 
 
 def record(server: ServerSettings, row: tuple[str, str, str, int | None, str | None]) -> None:
-    """Append one attempt ``(lesson, kind, item, ok, detail)``; the time is added here."""
-    conn = connect(server)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(SCHEMA)
-            cur.execute(f"INSERT INTO {TABLE} (lesson, kind, item, ok, detail, at) "
-                        "VALUES (%s, %s, %s, %s, %s, %s)", (*row, time.time()))
-    finally:
-        conn.close()
+    """Append one attempt ``(lesson, kind, item, ok, detail)``; the time is added here.
+
+    A connection ended meanwhile (a learner's KILL, a restart) costs a retry
+    (:mod:`bureau.storage.reconnect`); the insert is run again only when the row, found by its
+    attempt and its exact time, is not there."""
+    from ..storage.reconnect import retry
+
+    at = time.time()
+    key = (row[0], row[1], row[2], at)
+
+    def insert() -> bool:
+        conn = connect(server)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(SCHEMA)
+                cur.execute(f"INSERT INTO {TABLE} (lesson, kind, item, ok, detail, at) "
+                            "VALUES (%s, %s, %s, %s, %s, %s)", (*row, at))
+            return True
+        finally:
+            conn.close()
+
+    def landed() -> bool | None:
+        conn = connect(server)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SHOW TABLES LIKE '{TABLE}'")
+                if not cur.fetchall():
+                    return None
+                cur.execute(f"SELECT 1 FROM {TABLE} WHERE lesson = %s AND kind = %s AND "
+                            "item = %s AND at = %s", key)
+                return True if cur.fetchall() else None
+        finally:
+            conn.close()
+
+    retry(insert, "recording progress", landed)
 
 
 def rows(server: ServerSettings) -> list[tuple[Any, ...]]:
     """Every attempt in this learner's own tenant, oldest first (none: no table yet)."""
-    conn = connect(server)
-    try:
-        with conn.cursor() as cur:
-            return rows_in(cur, server.db_name)
-    finally:
-        conn.close()
+    from ..storage.reconnect import retry
+
+    def read() -> list[tuple[Any, ...]]:
+        conn = connect(server)
+        try:
+            with conn.cursor() as cur:
+                return rows_in(cur, server.db_name)
+        finally:
+            conn.close()
+
+    return retry(read, "reading progress")
 
 
 def rows_in(cur: Any, database: str) -> list[tuple[Any, ...]]:

@@ -64,10 +64,14 @@ SERVER_HOME = Path("/var/lib/bureau-seekdb")
 """Root-owned; each room's data directory under ``rooms/`` is owned by the account, 0700."""
 
 
-def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str]:
+def start_server(base_dir: Path, port: int | None = None,
+                 password: str | None = None) -> tuple[int, int, str]:
     """Start ``seekdb --nodaemon`` for ``base_dir``, wait until it answers on 127.0.0.1, check
     that file import and export are off, and give ``root`` a random password. Returns (pid,
     port, root password).
+
+    ``password``: restart a server whose data is already there (its ``root`` has this
+    password): same data, same port, its root password kept; file access is checked again.
 
     Two layers keep learners' SQL away from the machine's files, each measured on seekdb 1.4:
     ``secure_file_priv`` is ``NULL`` (set at bootstrap with ``--variable``; a server whose data
@@ -107,7 +111,7 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
                                  f"starting: {tail}",
                                  "Is the port in use? Try another with --port.")
         try:
-            conn = admin_connect(LOOPBACK, port, "root", "", timeout=2)
+            conn = admin_connect(LOOPBACK, port, "root", password or "", timeout=2)
             break
         except pymysql.err.Error:
             if time.monotonic() > deadline:
@@ -115,6 +119,15 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
                 raise ClassroomError(f"The seekdb server did not answer on port {port} within "
                                      f"{START_TIMEOUT_S:.0f} s.") from None
             time.sleep(0.5)
+    if password is not None:
+        try:
+            close_file_access(conn, base_dir, password)
+        except ClassroomError:
+            stop_server(proc.pid, base_dir)
+            raise
+        finally:
+            conn.close()
+        return proc.pid, port, password
     password = new_password()
     try:
         try:
@@ -322,6 +335,19 @@ def _read_log(path: Path) -> str:
         return f.read().decode(errors="replace")
 
 
+def kill_sessions(cur: Any, user: str) -> int:
+    """End the learner's open sessions: a dropped account or a changed password does not close
+    a connection that is already logged in."""
+    cur.execute("SHOW PROCESSLIST")
+    ids = [row[0] for row in cur.fetchall() if row[1] == user]
+    for session in ids:
+        try:
+            cur.execute(f"KILL {int(session)}")
+        except pymysql.err.Error:  # ended meanwhile
+            pass
+    return len(ids)
+
+
 def _is_our_server(pid: int, base_dir: Path) -> bool:
     """The PID still runs the seekdb started in ``base_dir`` (PIDs are reused)."""
     try:
@@ -373,6 +399,6 @@ def cpu_s(pid: int) -> float:
 
 
 __all__ = ["FILE_ACCESS_OFF", "LOOPBACK", "SERVER_ACCOUNT", "admin_connect", "close_file_access",
-           "cpu_s", "file_access", "free_port", "new_password", "remove_server_data", "rss_mb",
-           "server_account_uid", "server_running", "set_file_access", "start_server",
-           "stop_server"]
+           "cpu_s", "file_access", "free_port", "kill_sessions", "new_password",
+           "remove_server_data", "rss_mb", "server_account_uid", "server_running",
+           "set_file_access", "start_server", "stop_server"]

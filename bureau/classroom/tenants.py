@@ -22,7 +22,9 @@ paths, and a server error is reported by its code and wording with any password 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -126,20 +128,60 @@ def _scrub(exc: BaseException, *secrets: str) -> str:
 
 # -- the classroom -------------------------------------------------------------------------------
 def start(directory: str | Path, port: int | None = None,
-          learner_host: str = LOOPBACK) -> Roster:
-    """Start a seekdb server for a new classroom in ``directory`` (owner-only)."""
+          learner_host: str = LOOPBACK, guard: bool = True) -> Roster:
+    """Start a seekdb server for a new classroom in ``directory`` (owner-only), or restart the
+    stopped server of an existing one (same data, port, roster and ``root`` password: every
+    connection file keeps working). ``guard``: start the room's KILL guard
+    (:mod:`bureau.classroom.guard`) beside it."""
+    from . import guard as room_guard
+
     directory = private_dir(Path(directory).absolute())
     if (directory / ROSTER).exists():
         roster = Roster.load(directory)
-        if roster.pid is not None and srv.server_running(roster.pid, roster.server_dir):
+        if roster.pid is None:
+            raise ClassroomError(f"The classroom in {directory} uses a server it did not start "
+                                 f"({roster.host}:{roster.port}); start that server itself.")
+        if srv.server_running(roster.pid, roster.server_dir):
             raise ClassroomError(f"The classroom in {directory} already runs its server "
                                  f"(pid {roster.pid}, port {roster.port}).")
-        raise ClassroomError(f"{directory} already holds a classroom whose server is stopped.",
-                             "Tear it down first (`classroom teardown`), or pick another --dir.")
-    pid, port, password = srv.start_server(directory / "server", port)
-    roster = Roster(directory, LOOPBACK, port, "root", password, learner_host, pid)
-    roster.save()
+        if port is not None and port != roster.port:
+            raise ClassroomError(f"The classroom in {directory} serves on port {roster.port}; "
+                                 "its connection files name that port.",
+                                 "Restart it without --port.")
+        roster.pid = _restart(roster)
+        roster.save()
+    else:
+        pid, port, password = srv.start_server(directory / "server", port)
+        roster = Roster(directory, LOOPBACK, port, "root", password, learner_host, pid)
+        roster.save()
+    if guard:
+        room_guard.start(directory)
     return roster
+
+
+RESTART_TRIES = 5
+
+
+def _restart(roster: Roster) -> int:
+    """Start the stopped server again on its data. Right after a ``kill -9`` seekdb refused
+    ("Start seekdb failed. Did you started seekdb already?", measured once: the killed server
+    was this process's child and not yet reaped, so its PID still looked alive); the old server
+    is reaped here, and a refusal is tried again a few seconds apart."""
+    assert roster.pid is not None
+    try:  # the killed server may be our own child: reap it, or its PID looks alive
+        os.waitpid(roster.pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    for attempt in range(1, RESTART_TRIES + 1):
+        try:
+            pid, _, _ = srv.start_server(roster.server_dir, roster.port,
+                                         password=roster.admin_password)
+            return pid
+        except ClassroomError:
+            if attempt == RESTART_TRIES:
+                raise
+            time.sleep(2.0 * attempt)
+    raise AssertionError("unreachable")
 
 
 def use(directory: str | Path, host: str, port: int, admin_user: str, admin_password: str,
@@ -154,19 +196,6 @@ def use(directory: str | Path, host: str, port: int, admin_user: str, admin_pass
         cur.execute("SELECT 1")
     roster.save()
     return roster
-
-
-def _kill_sessions(cur: Any, user: str) -> int:
-    """End the learner's open sessions: a dropped account or a changed password does not close
-    a connection that is already logged in."""
-    cur.execute("SHOW PROCESSLIST")
-    ids = [row[0] for row in cur.fetchall() if row[1] == user]
-    for session in ids:
-        try:
-            cur.execute(f"KILL {int(session)}")
-        except pymysql.err.Error:  # ended meanwhile
-            pass
-    return len(ids)
 
 
 def _issue(roster: Roster, learner: str, password: str) -> Path:
@@ -207,11 +236,15 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     password = srv.new_password()
     with roster.admin() as cur:
         cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
-        _kill_sessions(cur, user)
+        cur.execute("ALTER USER %s@'%%' ACCOUNT UNLOCK", (user,))  # the guard may have locked it
+        srv.kill_sessions(cur, user)
         if not keep_data:
             cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
             cur.execute(f"CREATE DATABASE `{user}`")
             cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
+    from .guard import unlock
+
+    unlock(roster.directory, learner)
     return _issue(roster, learner, password)
 
 
@@ -221,7 +254,7 @@ def remove(directory: str | Path, learner: str) -> None:
     user = _known(roster, learner)
     with roster.admin() as cur:
         cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
-        _kill_sessions(cur, user)
+        srv.kill_sessions(cur, user)
         cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
     roster.learners.remove(learner)
     roster.save()
@@ -238,7 +271,10 @@ def _known(roster: Roster, learner: str) -> str:
 
 def teardown(directory: str | Path) -> None:
     """Remove every learner, stop the server this classroom started, delete the folder."""
+    from .guard import stop as stop_guard
+
     roster = Roster.load(directory)
+    stop_guard(roster.directory)
     running = roster.pid is not None and srv.server_running(roster.pid, roster.server_dir)
     if roster.pid is None or running:
         for learner in list(roster.learners):
@@ -251,12 +287,17 @@ def teardown(directory: str | Path) -> None:
 
 
 def status(directory: str | Path) -> dict[str, Any]:
-    """What the instructor may print: server, learners, connection files (no password)."""
+    """What the instructor may print: server (whether it runs: ``start`` restarts a stopped
+    one), its guard, locked learners, learners, connection files (no password)."""
+    from . import guard as room_guard
+
     roster = Roster.load(directory)
     running = (srv.server_running(roster.pid, roster.server_dir) if roster.pid is not None
                else None)
     return {"directory": str(roster.directory), "host": roster.host, "port": roster.port,
             "started_here": roster.pid is not None, "running": running,
+            "guard_running": room_guard.running(roster.directory) is not None,
+            "locked": [x.get("learner") for x in room_guard.locked_learners(roster.directory)],
             "learners": {name: str(roster.connection_file(name)) for name in roster.learners}}
 
 

@@ -13,16 +13,21 @@ Tables are prefixed ``bureau_`` because they share the database with PowerMem's 
 
 from __future__ import annotations
 
+import re
+import secrets
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pymysql
 import pymysql.cursors
 
-from ..errors import ConfigurationError, TenantAccessError
+from ..errors import ConfigurationError, ServerUnavailableError, TenantAccessError
 from ..settings import ServerSettings, default_data_dir
+from ..storage import reconnect
 from .base import BaseLedger
 from .connection import Connection, Tx
 from .keys import KEY_FILE, AuditKeys
@@ -34,6 +39,100 @@ _LOCK_CONFLICT = {1205, 1213, 6002, 6005}
 
 class _Retryable(Exception):
     """A lock conflict worth running the whole transaction again for."""
+
+
+MARKS_DDL = """CREATE TABLE IF NOT EXISTS {p}commit_marks (
+  mark CHAR(32) NOT NULL PRIMARY KEY, at DOUBLE NOT NULL)"""
+"""One row per write transaction, written inside it: when the connection dies during ``COMMIT``
+the mark says whether the transaction committed (see :class:`_ReplayTx`)."""
+MARKS_KEEP_S = 3600.0
+MARKS_SWEEP_EVERY = 256
+"""Every so many write transactions of a connection, marks older than an hour go."""
+_AUTO_SEQ = re.compile(r"^(INSERT(?: IGNORE)? INTO \S+ \()(.*?\) VALUES \()", re.S)
+MAX_REPLAYS = 20
+"""Replays of one transaction whose sessions keep being ended (see
+:data:`bureau.storage.reconnect.LOST_BUDGET_S`); then it fails typed, with nothing written."""
+_SEQ_TABLES = ("events", "task_scope_writes")
+"""The tables whose ``seq`` is AUTO_INCREMENT: a replayed insert takes the value the first
+attempt was given (the server rolled that attempt back; the value is free, and the body may
+already have used it, e.g. as ``win_seq``)."""
+
+
+class _ReplayTx(Tx):
+    """A transaction that survives its connection dying once (a learner's KILL, a restart).
+
+    Every statement is kept with what it returned. A session that is killed has its open
+    transaction rolled back by the server, so when a statement fails with a lost connection the
+    transaction is run again on a new connection from its journal: each earlier statement must
+    return exactly what it returned the first time (rows, affected-row count), else the body's
+    decisions might not hold and the call fails typed (:class:`ServerUnavailableError`), with
+    nothing written. Auto-increment inserts take their first value again (:data:`_SEQ_TABLES`).
+    """
+
+    def __init__(self, owner: ServerConnection, conn: pymysql.connections.Connection) -> None:
+        self._owner = owner
+        self.conn = conn
+        super().__init__(conn.cursor(), "format")
+        self.journal: list[tuple[str, tuple[Any, ...], list[Any], int, int]] = []
+        self.wrote = False
+        self.replays = 0
+
+    def run(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        sql = sql.replace("?", "%s")
+        try:
+            self._cur.execute(sql, params)
+        except Exception as exc:
+            if not reconnect.is_lost(exc):
+                raise
+            self.replay(exc)
+            self._execute_lost(sql, params)
+        self.journal.append((sql, tuple(params), list(self._cur._rows or ()),
+                             int(self._cur.rowcount), int(self._cur.lastrowid or 0)))
+        if sql.lstrip()[:4].upper() not in ("SELE", "SHOW"):
+            self.wrote = True
+        return self._cur
+
+    def _execute_lost(self, sql: str, params: tuple[Any, ...]) -> None:
+        """The statement that failed, on the replayed connection (which may be ended too)."""
+        while True:
+            try:
+                self._cur.execute(sql, params)
+                return
+            except Exception as exc:
+                if not reconnect.is_lost(exc):
+                    raise
+                self.replay(exc)
+
+    def replay(self, first: BaseException) -> None:
+        """A new connection, the journal run again on it (:data:`MAX_REPLAYS` at most)."""
+        if self.replays >= MAX_REPLAYS:
+            raise reconnect.unavailable("using the ledger", first) from None
+        self.replays += 1
+        try:
+            self.conn = self._owner._fresh()
+            self.conn.begin()
+            self._cur = self.conn.cursor()
+            self._rerun()
+        except ServerUnavailableError:
+            raise
+        except Exception as exc:
+            if reconnect.is_lost(exc):
+                self.replay(exc)  # ended again while replaying: once more, within the budget
+                return
+            raise
+
+    def _rerun(self) -> None:
+        for sql, params, rows, count, lastrowid in self.journal:
+            if lastrowid and any(f"{self._owner.prefix}{t} " in sql for t in _SEQ_TABLES):
+                sql = _AUTO_SEQ.sub(r"\1seq, \2%s, ", sql, count=1)
+                params = (lastrowid, *params)
+            self._cur.execute(sql, params)
+            if list(self._cur._rows or ()) != rows or int(self._cur.rowcount) != count:
+                _rollback(self.conn)
+                raise ServerUnavailableError(
+                    "The database server dropped the connection in the middle of a ledger "
+                    "transaction, and the data it had read changed meanwhile; nothing of "
+                    "that call was written.")
 
 
 class ServerConnection(Connection):
@@ -49,6 +148,7 @@ class ServerConnection(Connection):
         self.server = server
         self.connect_timeout = connect_timeout
         self._local = threading.local()
+        self._writes = 0
         self.create_schema()
 
     def create_schema(self) -> None:
@@ -61,6 +161,7 @@ class ServerConnection(Connection):
                     except pymysql.err.OperationalError as exc:
                         if exc.args[0] != 1050:  # created by another instance meanwhile
                             raise
+                db.run(MARKS_DDL.format(p=self.prefix))
                 for table, column, _, kind in ADDED_COLUMNS:  # tables from an older version
                     try:
                         db.run(f"ALTER TABLE {self.prefix}{table} ADD COLUMN {column} {kind}")
@@ -82,37 +183,110 @@ class ServerConnection(Connection):
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             try:
-                conn.ping(reconnect=True)
+                conn.ping(reconnect=True)  # a session killed while idle: a new one, silently
                 return conn
             except pymysql.err.Error:
                 self._local.conn = None
+        return self._fresh()
+
+    def _fresh(self) -> pymysql.connections.Connection:
+        """A new connection for this thread (the old one, if any, is dropped); a server that
+        does not answer is :class:`ServerUnavailableError`, after one more try."""
+        old = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:  # noqa: BLE001 - already dead
+                pass
         s = self.server
-        conn = pymysql.connect(
-            host=s.host, port=int(s.port), user=s.user, password=s.password, database=s.db_name,
-            autocommit=False, charset="utf8mb4", cursorclass=pymysql.cursors.DictCursor,
-            connect_timeout=self.connect_timeout,
-        )
+
+        def connect() -> pymysql.connections.Connection:
+            return pymysql.connect(
+                host=s.host, port=int(s.port), user=s.user, password=s.password,
+                database=s.db_name, autocommit=False, charset="utf8mb4",
+                cursorclass=pymysql.cursors.DictCursor, connect_timeout=self.connect_timeout,
+            )
+
+        conn = reconnect.retry(connect, "connecting to the ledger")
         self._local.conn = conn
         return conn
 
     @contextmanager
     def tx(self, write: bool = False) -> Iterator[Tx]:
         conn = self._conn()
-        conn.begin()
         try:
-            with conn.cursor() as cur:
-                t = Tx(cur, "format")
-                yield t
+            conn.begin()
+        except Exception as exc:
+            if not reconnect.is_lost(exc):
+                raise
+            conn = self._fresh()
+            conn.begin()
+        t = _ReplayTx(self, conn)
+        try:
+            yield t
+            if t.wrote:
+                self._mark(t)
         except pymysql.err.OperationalError as exc:
-            _rollback(conn)
+            _rollback(t.conn)
             if exc.args and exc.args[0] in _LOCK_CONFLICT:
                 raise _Retryable(str(exc)) from exc
             raise
         except BaseException:
-            _rollback(conn)
+            _rollback(t.conn)
             raise
-        conn.commit()
+        finally:
+            t._cur.close()
+        self._commit(t)
         t.committed()
+
+    def _mark(self, t: _ReplayTx) -> None:
+        """Write this transaction's commit mark (and now and then sweep old marks)."""
+        t.mark = secrets.token_hex(16)  # type: ignore[attr-defined]
+        self._writes += 1
+        if self._writes % MARKS_SWEEP_EVERY == 0:
+            t.run(f"DELETE FROM {self.prefix}commit_marks WHERE at < ?",
+                  (time.time() - MARKS_KEEP_S,))
+        t.run(f"INSERT INTO {self.prefix}commit_marks (mark, at) VALUES (?, ?)",
+              (t.mark, time.time()))  # type: ignore[attr-defined]
+
+    def _commit(self, t: _ReplayTx) -> None:
+        """COMMIT; if the connection dies during it, the mark says whether it happened, and a
+        transaction that did not is replayed and committed once more."""
+        try:
+            t.conn.commit()
+            return
+        except Exception as exc:
+            if not reconnect.is_lost(exc):
+                raise
+            first = exc
+        if not t.wrote:
+            self._local.conn = None  # a read: its answers were already read
+            return
+        if self._committed(t, first):
+            return
+        t.replay(first)
+        try:
+            t.conn.commit()
+        except Exception as exc:
+            if not reconnect.is_lost(exc) or not self._committed(t, exc):
+                raise reconnect.unavailable("committing to the ledger", exc) from None
+
+    def _committed(self, t: _ReplayTx, exc: BaseException) -> bool:
+        try:
+            conn = self._fresh()
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT 1 FROM {self.prefix}commit_marks WHERE mark = %s",
+                            (t.mark,))  # type: ignore[attr-defined]
+                found = cur.fetchone() is not None
+            conn.commit()
+            return found
+        except ServerUnavailableError:
+            raise
+        except Exception as exc2:
+            if reconnect.is_lost(exc2):
+                raise reconnect.unavailable("committing to the ledger", exc2) from None
+            raise
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -159,9 +333,9 @@ class ServerLedger(BaseLedger):
                          case_rows=(self.snapshots,))
 
 
-_LOGIN_REFUSED = {1045, 1044}
-"""Access denied: a wrong password or an unknown account (1045), or no rights on the database
-(1044)."""
+_LOGIN_REFUSED = {1045, 1044, 3118}
+"""Access denied: a wrong password or an unknown account (1045), no rights on the database
+(1044), or an account the room's guard locked (3118)."""
 
 
 def check_login(server: ServerSettings, learner: str, connect_timeout: float = 10.0) -> None:
@@ -181,8 +355,8 @@ def check_login(server: ServerSettings, learner: str, connect_timeout: float = 1
         if code in _LOGIN_REFUSED:
             raise TenantAccessError(
                 f"Learner {learner!r} cannot log in to the classroom server {where} "
-                f"(database {server.db_name}): the password is not the current one, or the "
-                "learner was removed.",
+                f"(database {server.db_name}): the password is not the current one, the "
+                "learner was removed, or the room's guard locked the account.",
                 "Ask the instructor for a new connection file (`python -m bureau classroom "
                 "reset` issues one) and point BUREAU_CLASSROOM at it.") from None
         raise ConfigurationError(

@@ -30,6 +30,7 @@ from ..errors import BoundaryViolation
 from ..model import CaseSpace, MemoryCard
 from ..settings import Settings
 from ..tiers.provenance import read_labels
+from . import reconnect
 from .setup import LOCK, open_store, scope_index, sql_engine, store_key
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,14 @@ class MemoryGateway:
         self.memory = memory
         self.encoder = encoder
         self.store_key = store_key(settings)
+        self._server = settings.store == "server"
+
+    def _retry(self, fn: Any, what: str, landed: Any = None) -> Any:
+        """A server store's call survives one lost connection (:mod:`.reconnect`): a learner's
+        KILL or a server restart costs a retry, not a failed cell. Embedded: just the call."""
+        if not self._server:
+            return fn()
+        return reconnect.retry(fn, what, landed)
 
     @property
     def sql_engine(self) -> Any:
@@ -107,10 +116,18 @@ class MemoryGateway:
         case_id, uid = _ids(case)
         metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
         metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
-        with LOCK:
-            r = self.memory.add(content, user_id=uid, agent_id=owner, metadata=metadata,
-                                infer=False)
-        card_id = str(r["results"][0]["id"])
+
+        def write() -> str:
+            with LOCK:
+                r = self.memory.add(content, user_id=uid, agent_id=owner, metadata=metadata,
+                                    infer=False)
+            return str(r["results"][0]["id"])
+
+        def landed() -> str | None:  # the first attempt committed before its connection died
+            found = self._landed(case, owner, [(content, metadata["created"])])
+            return None if found is None else found[0].id
+
+        card_id = self._retry(write, "writing a card", landed)
         return self._card(
             {"id": card_id, "memory": content, "user_id": uid, "agent_id": owner,
              "metadata": metadata},
@@ -154,10 +171,20 @@ class MemoryGateway:
                     "created_at": now, "updated_at": now, "category": "",
                     "fulltext_content": text, "metadata": metadata,
                 })
-            with LOCK:
-                ids = storage.vector_store.insert(
-                    vectors[start : start + len(chunk)].tolist(), rows
-                )
+
+            chunk_vectors = vectors[start : start + len(chunk)]
+
+            def insert(chunk_vectors: Any = chunk_vectors,
+                       rows: list[dict[str, Any]] = rows) -> list[Any]:
+                with LOCK:
+                    return list(storage.vector_store.insert(chunk_vectors.tolist(), rows))
+
+            def landed(rows: list[dict[str, Any]] = rows) -> list[Any] | None:
+                found = self._landed(case, owner, [(r["data"], r["metadata"]["created"])
+                                                   for r in rows])
+                return None if found is None else [c.id for c in found]
+
+            ids = self._retry(insert, "writing cards", landed)
             if len(ids) != len(rows):
                 raise BoundaryViolation(f"Bulk insert returned {len(ids)} ids for {len(rows)} rows.")
             cards += [
@@ -177,8 +204,11 @@ class MemoryGateway:
 
     def delete_or_gone(self, case: CaseSpace, owner: str, card_id: str) -> bool:
         """True once the card is not in the store any more (deleted now, or already gone)."""
-        with LOCK:
-            return self.delete(case, owner, card_id) or self.get(case, owner, card_id) is None
+        def run() -> bool:
+            with LOCK:
+                return self.delete(case, owner, card_id) or self.get(case, owner, card_id) is None
+
+        return bool(self._retry(run, "deleting a card"))
 
     def purge_case(self, case: CaseSpace, max_rounds: int = 100) -> int:
         """Delete every card of a case namespace and verify none is left (PowerMem's delete_all
@@ -187,6 +217,9 @@ class MemoryGateway:
 
     def purge_space(self, uid: str, max_rounds: int = 100) -> int:
         """Delete every card stored under one namespace (``user_id``), verified."""
+        return int(self._retry(lambda: self._purge_space(uid, max_rounds), "deleting cards"))
+
+    def _purge_space(self, uid: str, max_rounds: int) -> int:
         deleted = 0
         with LOCK:
             for _ in range(max_rounds):
@@ -249,10 +282,13 @@ class MemoryGateway:
         """Vector search in one owner's space of one case; returns (cards with scores, ms)."""
         case_id, uid = _ids(case)
         start = time.perf_counter()
-        with LOCK:
-            rows = self.memory.storage.search_memories(
-                query_embedding=vector.tolist(), user_id=uid, agent_id=owner, limit=limit
-            )
+
+        def search() -> Any:
+            with LOCK:
+                return self.memory.storage.search_memories(
+                    query_embedding=vector.tolist(), user_id=uid, agent_id=owner, limit=limit)
+
+        rows = self._retry(search, "searching")
         ms = (time.perf_counter() - start) * 1000
         return [self._scored(_check_row(row, uid, owner, "search"), case_id) for row in rows], ms
 
@@ -308,10 +344,14 @@ class MemoryGateway:
         sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
                + " UNION ALL ".join(parts) + ") AS u")
         start = time.perf_counter()
-        with LOCK, engine.connect() as conn:
-            # No bind parameters, no SQLAlchemy compilation: scanning the ~10 kB statement for
-            # them cost more than seekdb's search (the two names are validated literals).
-            rows = conn.exec_driver_sql(sql).fetchall()
+
+        def search() -> Any:
+            with LOCK, engine.connect() as conn:
+                # No bind parameters, no SQLAlchemy compilation: scanning the ~10 kB statement
+                # for them cost more than seekdb's search (the names are validated literals).
+                return conn.exec_driver_sql(sql).fetchall()
+
+        rows = self._retry(search, "searching")
         ms = (time.perf_counter() - start) * 1000
         out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
         for content, meta, row_id, row_uid, owner, created, dist in rows:
@@ -350,8 +390,12 @@ class MemoryGateway:
         case_id, uid = _ids(case)
         if type(card_id) is not str or not card_id.isascii() or not card_id.isdigit():
             return None  # ids are decimal integers; anything else names no card
-        with LOCK:
-            row = self.memory.get(int(card_id), user_id=uid, agent_id=owner)
+
+        def read() -> Any:
+            with LOCK:
+                return self.memory.get(int(card_id), user_id=uid, agent_id=owner)
+
+        row = self._retry(read, "reading a card")
         if row is None or row.get("user_id") != uid or row.get("agent_id") != owner:
             return None
         return self._card(row, case_id)
@@ -364,6 +408,10 @@ class MemoryGateway:
         page: int = 500,
     ) -> list[MemoryCard]:
         """All cards of a case (optionally of one owner, optionally matching metadata), oldest first."""
+        return list(self._retry(lambda: self._list(case, owner, where, page), "listing cards"))
+
+    def _list(self, case: CaseSpace, owner: str | None, where: dict[str, Any] | None,
+              page: int) -> list[MemoryCard]:
         case_id, uid = _ids(case)
         out: list[MemoryCard] = []
         offset = 0
@@ -380,8 +428,30 @@ class MemoryGateway:
 
     def count(self, case: CaseSpace, owner: str | None = None) -> int:
         _, uid = _ids(case)
-        with LOCK:
-            return int(self.memory.count_all(user_id=uid, agent_id=owner))
+
+        def count() -> int:
+            with LOCK:
+                return int(self.memory.count_all(user_id=uid, agent_id=owner))
+
+        return int(self._retry(count, "counting cards"))
+
+    def _landed(self, case: CaseSpace, owner: str,
+                written: Sequence[tuple[str, str]]) -> list[MemoryCard] | None:
+        """The cards an insert whose connection died wrote after all, by (text, creation
+        stamp): all of them, or ``None`` when the first is not there (one statement inserts a
+        batch, so it landed whole or not at all). The stamp is taken to the millisecond when
+        the card is built, so an equal pair is this write's own row, not an earlier one."""
+        first_text, first_created = written[0]
+        mine = {(c.content, c.created_at): c
+                for c in self._list(case, owner, {"created": first_created}, 500)}
+        if (first_text, first_created) not in mine:
+            return None
+        if len(written) > 1:
+            mine = {(c.content, c.created_at): c for c in self._list(case, owner, None, 500)}
+        try:
+            return [mine[w] for w in written]
+        except KeyError:
+            return None
 
     def spaces(self) -> set[str]:
         """Every namespace (``user_id``) that holds at least one card: one indexed query.
@@ -402,16 +472,20 @@ class MemoryGateway:
                     if len(rows) < 1000:
                         return seen
                     offset += 1000
-        with LOCK, engine.connect() as conn:
-            try:
-                rows = conn.execute(
-                    text(f"SELECT DISTINCT `user_id` FROM `{self.settings.collection}`")
-                ).fetchall()
-            except Exception as exc:  # noqa: BLE001 - no card table yet: nothing stored
-                if "doesn't exist" in str(exc) or "not exist" in str(exc):
-                    return set()
-                raise
-        return {str(r[0] or "") for r in rows}
+
+        def read() -> set[str]:
+            with LOCK, engine.connect() as conn:
+                try:
+                    rows = conn.execute(
+                        text(f"SELECT DISTINCT `user_id` FROM `{self.settings.collection}`")
+                    ).fetchall()
+                except Exception as exc:  # noqa: BLE001 - no card table yet: nothing stored
+                    if "doesn't exist" in str(exc) or "not exist" in str(exc):
+                        return set()
+                    raise
+            return {str(r[0] or "") for r in rows}
+
+        return set(self._retry(read, "listing namespaces"))
 
     # -- mapping -----------------------------------------------------------------------------
     @classmethod

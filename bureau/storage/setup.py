@@ -455,6 +455,10 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
             memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
         if settings.store == "embedded":
             _keep_one_connection(memory)
+        else:  # a session ended while idle in the pool (a KILL, a restart) costs a ping
+            from .reconnect import pre_ping
+
+            pre_ping(sql_engine(memory))
         _index_cases(memory, settings.collection)
         _bound_disk_footprint(memory, settings)
         _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
