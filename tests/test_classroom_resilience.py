@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pymysql
 import pytest
-from bureau.classroom.connection import read_connection
 from conftest import finish
 from test_classroom import env_for
 
 from bureau.classroom import guard, instructor, tenants
+from bureau.tenancy.connection import read_connection
 
 WORKER = r"""
 import json, sys, time
