@@ -290,3 +290,26 @@ class TenantAccessError(ClassroomError):
     """A learner's account cannot log in to its tenant: a wrong password (a connection file
     from before a reset), or a learner the instructor removed. The message names the learner,
     never the password."""
+
+
+class StoreStartError(ConfigurationError):
+    """Embedded seekdb did not start: it failed (the message carries the ``OB_...`` code and the
+    sentence from its log) or did not answer within ``Settings.open_timeout_s``. The seekdb
+    process it left was stopped; nothing was written."""
+
+
+class DiskSpaceError(StoreStartError):
+    """Too little free space where the data directory lives to open the store; the message
+    names the folder, the free space and what is needed."""
+
+    hint = ("Free some space on that disk, or set BUREAU_DATA_DIR to a folder on a disk with "
+            "room (and restart the kernel).")
+
+
+class DiskFullError(BureauError):
+    """A write was refused because the disk holding the data directory is full. Nothing of
+    this call was written, everything acknowledged before is kept, and writing works again
+    once space is freed (no repair step)."""
+
+    hint = ("Free some space on that disk and try again (or set BUREAU_DATA_DIR to a folder on "
+            "a disk with room and restart the kernel).")
