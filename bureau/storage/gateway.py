@@ -19,17 +19,19 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from ..embedding import Encoder
-from ..errors import BoundaryViolation
+from ..errors import BoundaryViolation, BureauError
 from ..model import CaseSpace, MemoryCard
 from ..settings import Settings
 from ..tiers.provenance import read_labels
+from .diskspace import check_writable, explain_write_failure
 from .setup import LOCK, open_store, scope_index, sql_engine, store_key
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,8 @@ class MemoryGateway:
         self.memory = memory
         self.encoder = encoder
         self.store_key = store_key(settings)
+        self._disk = settings.seekdb_path if settings.store == "embedded" else None
+        """Where an embedded store's writes land (a server store's disk is not ours to watch)."""
 
     @property
     def sql_engine(self) -> Any:
@@ -101,13 +105,34 @@ class MemoryGateway:
         return cls(settings, memory, encoder)
 
     # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def _writing(self, guard: bool = True) -> Iterator[None]:
+        """A write to an embedded store: refused before it starts when the disk is full
+        (``guard``; deletes are not refused: they may be how a learner makes room), and an
+        engine error on a full disk raised as :class:`~bureau.errors.DiskFullError` (seekdb
+        would otherwise say "statement timeout ... ob_query_timeout", code 4012)."""
+        if self._disk is None:
+            yield
+            return
+        if guard:
+            check_writable(self._disk)
+        try:
+            yield
+        except BureauError:
+            raise
+        except Exception as exc:
+            err = explain_write_failure(exc, self._disk)
+            if err is exc:
+                raise
+            raise err from exc
+
     def add(
         self, case: CaseSpace, owner: str, content: str, meta: dict[str, Any]
     ) -> MemoryCard:
         case_id, uid = _ids(case)
         metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
         metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
-        with LOCK:
+        with self._writing(), LOCK:
             r = self.memory.add(content, user_id=uid, agent_id=owner, metadata=metadata,
                                 infer=False)
         card_id = str(r["results"][0]["id"])
@@ -154,7 +179,7 @@ class MemoryGateway:
                     "created_at": now, "updated_at": now, "category": "",
                     "fulltext_content": text, "metadata": metadata,
                 })
-            with LOCK:
+            with self._writing(), LOCK:
                 ids = storage.vector_store.insert(
                     vectors[start : start + len(chunk)].tolist(), rows
                 )
@@ -170,7 +195,7 @@ class MemoryGateway:
     def delete(self, case: CaseSpace, owner: str, card_id: str) -> bool:
         """Delete one card, but only if it belongs to this case and owner (False: not there)."""
         _, uid = _ids(case)
-        with LOCK:
+        with self._writing(guard=False), LOCK:
             if self.get(case, owner, card_id) is None:
                 return False
             return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
@@ -188,7 +213,7 @@ class MemoryGateway:
     def purge_space(self, uid: str, max_rounds: int = 100) -> int:
         """Delete every card stored under one namespace (``user_id``), verified."""
         deleted = 0
-        with LOCK:
+        with self._writing(guard=False), LOCK:
             for _ in range(max_rounds):
                 rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
                 if not rows:
@@ -207,7 +232,7 @@ class MemoryGateway:
         with the store's own count; returns how many were deleted."""
         _, uid = _ids(case)
         deleted = 0
-        with LOCK:
+        with self._writing(guard=False), LOCK:
             for _ in range(max_rounds):
                 rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
                                            offset=0)["results"]
@@ -342,7 +367,7 @@ class MemoryGateway:
     def raw_add(self, case: CaseSpace, owner: str, content: str) -> str:
         """PowerMem's own ``Memory.add``: the benchmark's baseline for publish."""
         _, uid = _ids(case)
-        with LOCK:
+        with self._writing(), LOCK:
             r = self.memory.add(content, user_id=uid, agent_id=owner, infer=False)
         return str(r["results"][0]["id"])
 
