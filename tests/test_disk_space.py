@@ -238,3 +238,15 @@ def test_an_engine_timeout_on_a_full_disk_is_reported_as_a_full_disk(small_fs, t
     assert isinstance(err, DiskFullError) and "is full" in str(err)
     with pytest.raises(DiskFullError, match="nothing of this call was written"):
         diskspace.check_writable(mnt)
+
+
+def test_the_classroom_server_checks_free_space_before_it_starts(small_fs):
+    """``python -m bureau classroom start`` on a disk with 1.4 GB free: typed, with the figures,
+    and no server left behind."""
+    from bureau.classroom.server import start_server
+    from bureau.errors import DiskSpaceError
+
+    base = small_fs(1500) / "server"
+    with pytest.raises(DiskSpaceError, match=r"1\.4\d GB free .* needs .* 2\.42 GB"):
+        start_server(base)
+    assert not (base / "log").exists()  # refused before seekdb was started

@@ -22,6 +22,7 @@ from typing import Any
 import pymysql
 
 from ..errors import ClassroomError
+from ..storage.diskspace import check_before_open, failure_error, log_size, start_failure_since
 from ..storage.files import private_dir, private_umask, seekdb_server_binary
 
 LOOPBACK = "127.0.0.1"
@@ -50,6 +51,7 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
     """Start ``seekdb --nodaemon`` in ``base_dir`` (owner-only files), wait until it answers on
     127.0.0.1, and give ``root`` a random password. Returns (pid, port, root password)."""
     base_dir = private_dir(base_dir)
+    log_from = _check_disk(base_dir)
     port = port or free_port()
     log = open(base_dir / "server.out", "w")  # noqa: SIM115 - handed to the child
     with private_umask():  # the server keeps this umask: its data and logs stay 0600
@@ -62,6 +64,7 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         if proc.poll() is not None:
+            _raise_logged_failure(proc.pid, base_dir, log_from)
             tail = (base_dir / "server.out").read_text(errors="replace")[-1500:]
             raise ClassroomError(f"The seekdb server exited with code {proc.returncode} while "
                                  f"starting: {tail}",
@@ -70,6 +73,7 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
             conn = admin_connect(LOOPBACK, port, "root", "", timeout=2)
             break
         except pymysql.err.Error:
+            _raise_logged_failure(proc.pid, base_dir, log_from)
             if time.monotonic() > deadline:
                 stop_server(proc.pid, base_dir)
                 raise ClassroomError(f"The seekdb server did not answer on port {port} within "
@@ -82,6 +86,29 @@ def start_server(base_dir: Path, port: int | None = None) -> tuple[int, int, str
     finally:
         conn.close()
     return proc.pid, port, password
+
+
+def _check_disk(base_dir: Path) -> int:
+    """Refuse to start where seekdb cannot (too little free space, said typed with the figures:
+    a first start needs 2.42 GB); returns where this start's lines begin in seekdb's log."""
+    check_before_open(base_dir, base_dir)
+    return log_size(base_dir / "log" / "seekdb.log")
+
+
+def _raise_logged_failure(pid: int, base_dir: Path, log_from: int) -> None:
+    """If seekdb's log says this start failed, stop the server (after a failed start it never
+    exits on its own) and raise the logged reason typed (``OB_...`` code and sentence)."""
+    log = base_dir / "log" / "seekdb.log"
+    failure = start_failure_since(log, log_from)
+    if failure is None:
+        return
+    if _is_our_server(pid, base_dir):
+        os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    raise failure_error(failure, "The classroom's seekdb server", base_dir, log)
 
 
 def _is_our_server(pid: int, base_dir: Path) -> bool:

@@ -167,6 +167,40 @@ def _shorten(sentence: str, limit: int = 200) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
 
 
+def failure_error(failure: StartFailure, what: str, base_dir: Path,
+                  log_path: Path) -> StoreStartError:
+    """The typed error for a start seekdb's log says failed: :class:`DiskSpaceError` when the
+    reason is disk space, else :class:`StoreStartError`; both carry the code and the sentence."""
+    said = f"seekdb said {failure.code}: {failure.sentence} (log: {log_path})"
+    if failure.code in _DISK_CODES or any(w in failure.sentence for w in _DISK_WORDS):
+        return DiskSpaceError(
+            f"{what} could not start in {base_dir}: not enough free disk space "
+            f"({human(free_bytes(base_dir))} free; a first start needs "
+            f"{human(FIRST_START_BYTES)}). {said}.")
+    return StoreStartError(f"{what} could not start in {base_dir}; {said}.",
+                           "The seekdb process was stopped; see the log for more.")
+
+
+def log_size(log_path: Path) -> int:
+    """Where the next start's lines will begin in ``log_path`` (0 if there is no log yet)."""
+    try:
+        return log_path.stat().st_size
+    except OSError:
+        return 0
+
+
+def start_failure_since(log_path: Path, offset: int) -> StartFailure | None:
+    """:func:`read_start_failure` over what ``log_path`` gained after ``offset``."""
+    try:
+        with open(log_path, "rb") as f:
+            if f.seek(0, os.SEEK_END) < offset:
+                offset = 0
+            f.seek(offset)
+            return read_start_failure(f.read(64 * MiB).decode(errors="replace"))
+    except OSError:
+        return None
+
+
 class OpenWatch:
     """Bounds ``pylibseekdb.open`` (via PowerMem's first connection) for one embedded store.
 
@@ -246,16 +280,7 @@ class OpenWatch:
                 f"{self.timeout_s:g} s and was stopped {where}.",
                 "A slow machine may need more: set BUREAU_OPEN_TIMEOUT (seconds). Otherwise "
                 "see the log's last errors.")
-        disk = failure.code in _DISK_CODES or any(w in failure.sentence for w in _DISK_WORDS)
-        said = f"seekdb said {failure.code}: {failure.sentence}"
-        if disk:
-            return DiskSpaceError(
-                f"Embedded seekdb could not start in {self.seekdb_path}: not enough free disk "
-                f"space ({human(free_bytes(self.seekdb_path))} free; a new store needs "
-                f"{human(FIRST_START_BYTES)}). {said} {where}.")
-        return StoreStartError(f"Embedded seekdb could not start in {self.seekdb_path}; "
-                               f"{said} {where}.",
-                               "The seekdb process was stopped; see the log for more.")
+        return failure_error(failure, "Embedded seekdb", self.seekdb_path, self.log_path)
 
     def _stop_leftovers(self) -> None:
         seekdb_process.stop(self._ours())
