@@ -250,3 +250,78 @@ def test_the_classroom_server_checks_free_space_before_it_starts(small_fs):
     with pytest.raises(DiskSpaceError, match=r"1\.4\d GB free .* needs .* 2\.42 GB"):
         start_server(base)
     assert not (base / "log").exists()  # refused before seekdb was started
+
+
+KILLED = """
+import sys
+from bureau import Bureau
+b = Bureau.open(data_dir=sys.argv[1])
+case = b.case(sys.argv[3]) if len(sys.argv) > 3 else b.load_scenario("safe-combination")
+with open(sys.argv[2], "a") as acked:
+    print("case", case.id, file=acked, flush=True)
+    i = 0
+    while True:
+        card = case.whisper("detective", f"Kill note {i}: the lamp was lit at {i}.")
+        print("whisper", card.id, file=acked, flush=True)
+        if i % 5 == 0:
+            source = case.whisper("informant", f"Informant note {i}: the door was open.")
+            print("whisper", source.id, file=acked, flush=True)
+            print("publish", case.publish("informant", source.id).id, file=acked, flush=True)
+        i += 1
+"""
+
+CHECK = """
+import json, sys
+from bureau import Bureau
+ids = [line.split() for line in open(sys.argv[2])]
+case = Bureau.open(data_dir=sys.argv[1]).case(ids[0][1])
+ids = [row for row in ids if len(row) == 2 and row[0] != "case"]
+spaces = case.spaces()
+held = {c.id for cards in spaces.values() for c in cards}
+whispers = [i for kind, i in ids if kind == "whisper"]
+publishes = [i for kind, i in ids if kind == "publish"]
+print(json.dumps({"whispers": len(whispers), "publishes": len(publishes),
+                  "lost": [i for i in whispers + publishes if i not in held],
+                  "audit_rows": len(case.audit(verify=True))}))
+"""
+
+
+def kill_mid_write(data: Path, acked: Path, seconds: float) -> dict:
+    """Write whispers and publishes in a child, ``kill -9`` it after ``seconds`` of writing,
+    then reopen and count what was acknowledged but is gone. Returns the figures and how long
+    its seekdb outlived it."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BUREAU_EMBEDDER": "hash"}
+    args = [str(data), str(acked), *([_case_of(acked)] if acked.exists() else [])]
+    kernel = subprocess.Popen([sys.executable, "-c", KILLED, *args], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while (not acked.exists() or "whisper" not in acked.read_text()) and kernel.poll() is None:
+        assert time.monotonic() < deadline, "the writer never wrote"
+        time.sleep(0.2)
+    assert kernel.poll() is None, kernel.stderr.read() if kernel.stderr else ""
+    time.sleep(seconds)
+    kernel.send_signal(signal.SIGKILL)
+    kernel.wait()
+    killed = time.monotonic()
+    while embedded_seekdb_pids(data / "seekdb") and time.monotonic() - killed < 30:
+        time.sleep(0.1)
+    outlived = time.monotonic() - killed
+    assert embedded_seekdb_pids(data / "seekdb") == [], "seekdb outlived its kernel"
+    t = time.monotonic()
+    out = _run(CHECK, str(data), str(acked), data=data, timeout=180)
+    out["seekdb_outlived_s"] = round(outlived, 2)
+    out["check_s"] = round(time.monotonic() - t, 1)
+    return out
+
+
+def _case_of(acked: Path) -> str:
+    return acked.read_text().split()[1]
+
+
+def test_a_kernel_killed_mid_write_loses_nothing_and_takes_its_seekdb_along(tmp_path):
+    """The kill -9 figures of issue 35 (0 lost; seekdb exits with its kernel), one short round."""
+    out = kill_mid_write(tmp_path / "data", tmp_path / "acked.txt", seconds=6)
+    assert out["whispers"] > 10 and out["publishes"] > 1, out
+    assert out["lost"] == [], out  # and the audit trail verified (CHECK reads it verified)
+    assert out["seekdb_outlived_s"] < 10, out
+    print(f"\nkill -9 mid-write: {out}")
