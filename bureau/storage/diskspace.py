@@ -14,9 +14,11 @@ Measured on loop-mounted ext4 (issue 35, seekdb 1.4 wheel):
 * **Reopening** an existing store does not check again: it opened with 300 MB and with 40 MB
   free. So only a first start needs :data:`FIRST_START_BYTES`; a reopen needs
   :data:`REOPEN_BYTES`.
-* **A full disk after the start**: seekdb's preallocated files absorb writes for a long time,
-  then a statement blocks until ``ob_query_timeout`` and fails with 4012 ("set the variable
-  ob_query_timeout to a larger value"). Every write therefore first checks the free space
+* **A full disk after the start**: seekdb's preallocated files absorb writes for a long time
+  (with 1 MiB free and this guard off: 12,500 bulk cards of ~1 KB over 187 s), then a
+  statement blocks until ``ob_query_timeout`` and fails with 4012 ("set the variable
+  ob_query_timeout to a larger value", after 19.7 s); seekdb cannot log why (its log cannot
+  grow either). Every write therefore first checks the free space
   (``statvfs``, microseconds) and refuses below :data:`WRITE_RESERVE_BYTES` with
   :class:`~bureau.errors.DiskFullError` before anything is written; an engine error that still
   gets through while the disk is (nearly) full is reported as that error too
@@ -30,14 +32,16 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ..errors import DiskFullError, DiskSpaceError, StoreStartError
 from . import seekdb_process
 
+T = TypeVar("T")
 MiB = 2**20
 GiB = 2**30
 FIRST_START_BYTES = 2 * GiB + 256 * MiB
@@ -48,6 +52,10 @@ REOPEN_BYTES = 64 * MiB
 WRITE_RESERVE_BYTES = 16 * MiB
 """Below this, writes are refused (:class:`DiskFullError`) before anything is written: the
 ledger, the audit trail and seekdb's own logs need a little room to stay consistent."""
+
+FULL_SUSPECT_BYTES = 64 * MiB
+"""An engine timeout with less than this free is taken for a full disk: seekdb cannot log it
+then (its log cannot grow either), so the free space is the evidence."""
 
 _DISK_CODES = ("OB_LOG_OUTOF_DISK_SPACE", "OB_SERVER_OUTOF_DISK_SPACE", "OB_CS_OUTOF_DISK_SPACE",
                "OB_DISK_ERROR")
@@ -102,10 +110,11 @@ def check_writable(path: Path) -> None:
 
 def explain_write_failure(exc: BaseException, path: Path) -> BaseException:
     """The error to raise for a failed write: :class:`DiskFullError` when the disk is full
-    (free space below the reserve, or the engine's message or the tail of seekdb's log names
-    a full disk), else ``exc`` itself."""
+    (the engine's message names a full disk, or it timed out -- code 4012, seen after ~20 s
+    on a full disk -- while less than :data:`FULL_SUSPECT_BYTES` is free or seekdb's log
+    names a full disk), else ``exc`` itself."""
     text = str(exc)
-    low = free_bytes(path) < 4 * WRITE_RESERVE_BYTES
+    low = free_bytes(path) < FULL_SUSPECT_BYTES
     said = any(w in text for w in (*_DISK_CODES, *_DISK_WORDS))
     timeout = "4012" in text or "Statement timeout" in text
     if not (said or (timeout and (low or _log_says_disk_full(path)))):
@@ -127,9 +136,37 @@ def _log_says_disk_full(path: Path) -> bool:
 
 
 # -- the open's watch -----------------------------------------------------------------------------
-_FAILED = ("observer start fail", "seekdb start fail", "observer instance start fail")
+_FAILED = ("observer start fail", "seekdb start fail", "observer instance start fail",
+           # fatal to a start, and sometimes the only sign: the first seekdb dies right after
+           # it, and the one pylibseekdb starts next hangs without "start fail" (seen 2 in 9)
+           "log disk space is not enough", 'ret="OB_LOG_OUTOF_DISK_SPACE"',
+           'ret="OB_SERVER_OUTOF_DISK_SPACE"')
 _CODE = re.compile(r'ret="(OB_[A-Z0-9_]+)"')
+
+
+def _problem_lines(chunk: bytes) -> list[bytes]:
+    """The EDIAG and ERROR lines of ``chunk``, in order (``bytes.find``: a regex over a
+    replayed redo's log is several times slower)."""
+    found = []
+    for marker in (b"] EDIAG ", b"] ERROR "):
+        i = chunk.find(marker)
+        while i != -1:
+            start = chunk.rfind(b"\n", 0, i) + 1
+            stop = chunk.find(b"\n", i)
+            stop = len(chunk) if stop == -1 else stop
+            if chunk.startswith(b"[", start) and chunk.find(b"] ", start) == i:
+                found.append((start, chunk[start:stop]))
+            i = chunk.find(marker, stop)
+    return [line for _, line in sorted(found)]
 _MESSAGE = re.compile(r"\] (?:EDIAG|ERROR) .*?\[lt=\d+\](?:\[errcode=(-?\d+)\])? (.*)")
+
+
+ABANDON_AFTER_S = 5.0
+"""How long an open may keep waiting after the watch stopped the seekdb of a failed start."""
+
+
+class OpenAbandoned(RuntimeError):
+    """The open's thread was left blocked (turned into the typed start error)."""
 
 
 @dataclass
@@ -152,6 +189,10 @@ def read_start_failure(log_text: str) -> StartFailure | None:
     if end is None:
         return None
     codes = [c for line in lines[: end + 1] for c in _CODE.findall(line) if c != "OB_SUCCESS"]
+    if not codes:  # the root-cause line carries only a number: name the disk code if logged
+        codes = [c for line in lines for c in _CODE.findall(line) if c in _DISK_CODES]
+    if not codes and (m := re.search(r"errcode=(-\d+)", lines[end])):
+        codes = [f"error {m.group(1)}"]
     code = codes[-1] if codes else "unknown"
     sentence = ""
     for line in lines[: end + 1]:
@@ -219,7 +260,9 @@ class OpenWatch:
             self.offset = self.log_path.stat().st_size
         except OSError:
             self.offset = 0
+        self._problems: list[str] = []
         self.failure: StartFailure | None = None
+        self.failed_at: float | None = None
         self.stopped: list[int] = []
         self._done = threading.Event()
         self._reaper = seekdb_process.Reaper(seekdb_path)
@@ -229,18 +272,27 @@ class OpenWatch:
         self._thread.start()
 
     def _new_log(self) -> str:
+        """seekdb's error lines of this start (EDIAG and ERROR: every line a failure is read
+        from), read on from where the last call stopped. A reopen can log tens of MB while it
+        replays its redo; the watch reads each byte once and keeps at most 2,000 lines."""
         try:
             with open(self.log_path, "rb") as f:
                 size = f.seek(0, os.SEEK_END)
                 if size < self.offset:  # rotated or cut: read the new file from its start
                     self.offset = 0
                 f.seek(self.offset)
-                return f.read(64 * MiB).decode(errors="replace")
+                chunk = f.read(min(size - self.offset, 16 * MiB))
         except OSError:
-            return ""
+            return "\n".join(self._problems)
+        whole = chunk.rfind(b"\n") + 1
+        self.offset += whole
+        self._problems += [line.decode(errors="replace")
+                           for line in _problem_lines(chunk[:whole])]
+        del self._problems[:-2000]
+        return "\n".join(self._problems)
 
     def _ours(self) -> list[int]:
-        return seekdb_process.embedded_seekdb_pids(self.seekdb_path, parents=(os.getpid(),))
+        return seekdb_process.started_by(self.seekdb_path, os.getpid())
 
     def _run(self) -> None:
         while not self._done.wait(0.2):
@@ -248,10 +300,15 @@ class OpenWatch:
             self._reaper.watch(ours)
             if self.failure is None:
                 failure = read_start_failure(self._new_log())
+                if failure is not None:  # seekdb logs the code a few ms after the cause
+                    self._done.wait(0.3)
+                    failure = read_start_failure(self._new_log()) or failure
                 if failure is None and time.monotonic() - self.started > self.timeout_s:
                     failure = StartFailure("timeout", f"seekdb did not answer within "
                                                       f"{self.timeout_s:g} s")
                 self.failure = failure
+            if self.failure is not None and self.failed_at is None:
+                self.failed_at = time.monotonic()
             if self.failure is not None and ours:
                 # pylibseekdb starts seekdb again when the first one dies (without the
                 # first-start parameters): every one it starts is stopped until open returns.
@@ -260,6 +317,34 @@ class OpenWatch:
                 self.stopped.extend(ours)
                 grace = 2.0 if self.failure.code == "timeout" else 0.0
                 seekdb_process.stop(ours, grace_s=grace)
+
+    def call(self, open_store: Callable[[], T]) -> T:
+        """``open_store()`` in a worker thread, waited for here with a bound.
+
+        Stopping the seekdb of a failed start usually makes ``pylibseekdb.open`` return at
+        once; now and then (1 in 4 tries, issue 35) it keeps waiting with no seekdb left.
+        :data:`ABANDON_AFTER_S` after the watch stopped seekdb the open is given up: its thread
+        stays blocked (a daemon thread; this process cannot open a store any more, which the
+        error says), and the caller gets the typed error now.
+        """
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = open_store()
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, name="bureau-seekdb-open", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.2)
+            if (worker.is_alive() and self.failed_at is not None
+                    and time.monotonic() - self.failed_at > ABANDON_AFTER_S):
+                raise OpenAbandoned("pylibseekdb.open did not return after seekdb was stopped")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     def close(self) -> None:
         self._done.set()
@@ -273,6 +358,13 @@ class OpenWatch:
         if failure is None:
             return exc
         self._stop_leftovers()
+        if isinstance(exc, OpenAbandoned):  # this process's open is blocked for good
+            err = self._typed(failure)
+            return type(err)(f"{err.message} This Python process cannot open a store any more: "
+                             "restart the kernel once that is fixed.", err.hint)
+        return self._typed(failure)
+
+    def _typed(self, failure: StartFailure) -> StoreStartError:
         where = f"(log: {self.log_path})"
         if failure.code == "timeout":
             return StoreStartError(
@@ -283,7 +375,8 @@ class OpenWatch:
         return failure_error(failure, "Embedded seekdb", self.seekdb_path, self.log_path)
 
     def _stop_leftovers(self) -> None:
-        seekdb_process.stop(self._ours())
+        seekdb_process.stop(seekdb_process.embedded_seekdb_pids(self.seekdb_path,
+                                                                parents=(os.getpid(),)))
 
 
 @contextmanager

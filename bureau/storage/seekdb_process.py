@@ -53,20 +53,64 @@ def embedded_seekdb_pids(base_dir: str | os.PathLike[str],
     command line is empty), optionally only those whose parent is in ``parents``."""
     wanted = {os.path.abspath(base_dir), os.path.realpath(base_dir)}
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        argv = _argv(pid)
+    for pid, ppid, argv in _processes():
         if not argv or not argv[0].endswith("seekdb") or "--embedded" not in argv:
             continue
         base = _base_dir(argv)
         if base is None or not {os.path.abspath(base), os.path.realpath(base)} & wanted:
             continue
-        if parents is not None and _ppid(pid) not in parents:
+        if parents is not None and (ppid if ppid is not None else _ppid(pid)) not in parents:
             continue
         found.append(pid)
     return found
+
+
+def started_by(base_dir: str | os.PathLike[str], parent: int) -> list[int]:
+    """The seekdb ``parent`` started on ``base_dir``, found cheaply through the PID file seekdb
+    writes (``<base_dir>/run/seekdb.pid``), checked against its command line (a PID file may
+    be stale) and its parent; a full scan of the processes when there is no such file or it
+    is stale. The open's watch asks this five times a second: a scan costs 30-60 ms on a busy
+    machine, the PID file microseconds."""
+    try:
+        pid = int(Path(base_dir, "run", "seekdb.pid").read_text().strip())
+    except (OSError, ValueError):
+        pid = 0
+    if pid > 0 and embedded_seekdb_pids_of([pid], base_dir):
+        # The running seekdb of this folder: ours, or another process's we attach to.
+        return [pid] if _ppid(pid) == parent else []
+    return embedded_seekdb_pids(base_dir, parents=(parent,))
+
+
+def embedded_seekdb_pids_of(pids: list[int], base_dir: str | os.PathLike[str]) -> list[int]:
+    """Those of ``pids`` that run ``seekdb --embedded`` on ``base_dir``."""
+    wanted = {os.path.abspath(base_dir), os.path.realpath(base_dir)}
+    out = []
+    for pid in pids:
+        argv = _argv(pid)
+        base = _base_dir(argv) if argv and argv[0].endswith("seekdb") else None
+        if ("--embedded" in argv and base is not None
+                and {os.path.abspath(base), os.path.realpath(base)} & wanted):
+            out.append(pid)
+    return out
+
+
+def _processes() -> list[tuple[int, int | None, list[str]]]:
+    """(pid, parent pid or None when not read yet, argv) of every process: from ``/proc`` on
+    Linux, else from ``ps`` (macOS; argv split on spaces, enough for seekdb's own arguments)."""
+    if os.path.isdir("/proc"):
+        pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+        return [(pid, None, _argv(pid)) for pid in pids]  # parent read only for a match
+    try:
+        out = subprocess.run(["ps", "-axo", "pid=,ppid=,command="], capture_output=True,
+                             text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
+            rows.append((int(parts[0]), int(parts[1]), parts[2:]))
+    return rows
 
 
 def stop(pids: list[int], grace_s: float = 2.0, wait_s: float = 10.0) -> list[int]:
@@ -79,12 +123,23 @@ def stop(pids: list[int], grace_s: float = 2.0, wait_s: float = 10.0) -> list[in
     alive = pids
     while alive and time.monotonic() < deadline:
         time.sleep(0.1)
-        alive = [p for p in alive if _argv(p)]
+        alive = [p for p in alive if _running(p)]
         if alive and not killed and time.monotonic() > deadline - wait_s + grace_s:
             for pid in alive:
                 _signal(pid, signal.SIGKILL)
             killed = True
     return alive
+
+
+def _running(pid: int) -> bool:
+    """Still running (a zombie awaiting its parent's wait counts as gone)."""
+    if os.path.isdir("/proc"):
+        return bool(_argv(pid))
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -461,8 +461,8 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
             from .diskspace import watched_open
 
             with private_umask(), watched_open(settings.data_dir, settings.seekdb_path,
-                                               settings.open_timeout_s):
-                memory = _new_memory(powermem, settings, config)
+                                               settings.open_timeout_s) as watch:
+                memory = watch.call(lambda: _new_memory(powermem, settings, config))
         else:
             memory = _new_memory(powermem, settings, config)
         if settings.store == "embedded":
