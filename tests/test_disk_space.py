@@ -222,6 +222,8 @@ def test_a_disk_that_fills_mid_lesson_refuses_typed_and_loses_nothing(small_fs):
     again = _run(REOPEN, str(data), str(mnt / "ids.json"), data=data, timeout=240)
     assert again["lost"] == [] and again["audit_rows"] >= out["audit_rows"]
     assert embedded_seekdb_pids(data / "seekdb") == []
+    print(f"\nfull disk mid-lesson: {len(out['acked'])} acknowledged, 0 lost, refused after "
+          f"{out['seconds'] * 1000:.1f} ms with {out['free_full'] / 1e6:.2f} MB free")
 
 
 def test_an_engine_timeout_on_a_full_disk_is_reported_as_a_full_disk(small_fs, tmp_path):
