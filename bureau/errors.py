@@ -299,3 +299,26 @@ class ServerUnavailableError(BureauError):
 
     hint = ("Wait a few seconds (the server may be restarting) and re-run the cell; if it "
             "keeps failing, ask the instructor whether the classroom server runs.")
+
+
+class StoreStartError(ConfigurationError):
+    """Embedded seekdb did not start: it failed (the message carries the ``OB_...`` code and the
+    sentence from its log) or did not answer within ``Settings.open_timeout_s``. The seekdb
+    process it left was stopped; nothing was written."""
+
+
+class DiskSpaceError(StoreStartError):
+    """Too little free space where the data directory lives to open the store; the message
+    names the folder, the free space and what is needed."""
+
+    hint = ("Free some space on that disk, or set BUREAU_DATA_DIR to a folder on a disk with "
+            "room (and restart the kernel).")
+
+
+class DiskFullError(BureauError):
+    """A write was refused because the disk holding the data directory is full. Nothing of
+    this call was written, everything acknowledged before is kept, and writing works again
+    once space is freed (no repair step)."""
+
+    hint = ("Free some space on that disk and try again (or set BUREAU_DATA_DIR to a folder on "
+            "a disk with room and restart the kernel).")

@@ -282,6 +282,10 @@ class Settings:
     :mod:`bureau.classroom`): the store, the ledger, the snapshots and the progress record then
     live in that learner's tenant on the classroom's server, and ``store``/``server`` are taken
     from the file. The data directory keeps the logs and the learner's own audit key."""
+    open_timeout_s: float = 120.0
+    """Longest wait for embedded seekdb to answer when the store opens (``BUREAU_OPEN_TIMEOUT``);
+    then it is stopped and the reason from its log raised (a failed start is reported as soon
+    as seekdb logs it, about a second). A fresh store starts in 4-17 s on a busy 2-core machine."""
     quotas: Quotas = field(default_factory=Quotas)
     """Per-principal limits (consults and audit entries per minute, scope writes, run tool
     output, inbox length): see :mod:`bureau.quotas`."""
@@ -313,6 +317,7 @@ class Settings:
         if self.llm is not None and not isinstance(self.llm, LLMSettings):
             raise ConfigurationError(f"llm must be an LLMSettings or None, not {self.llm!r}.")
         _set(self, "publish_lease_s", _positive(self.publish_lease_s, "publish_lease_s"))
+        _set(self, "open_timeout_s", _positive(self.open_timeout_s, "open_timeout_s"))
         if self.mediation_policy is not None:
             _set(self, "mediation_policy", _policy_file(self.mediation_policy, "mediation_policy"))
         if self.audit_key is not None:
@@ -384,6 +389,9 @@ class Settings:
             env["audit_key"] = _key_file(v, "BUREAU_AUDIT_KEY")
         if v := os.environ.get("BUREAU_POLICY"):
             env["mediation_policy"] = _policy_file(v, "BUREAU_POLICY")
+        if v := os.environ.get("BUREAU_OPEN_TIMEOUT"):
+            env["open_timeout_s"] = _positive(_env_number(v, "BUREAU_OPEN_TIMEOUT"),
+                                              "BUREAU_OPEN_TIMEOUT")
         if v := os.environ.get("BUREAU_QUOTAS"):
             env["quotas"] = Quotas.parse(v)
         env.update(overrides)

@@ -33,7 +33,7 @@ from bureau.errors import BureauError, ConfigurationError
 from bureau.settings import EMBEDDERS, RESPONDERS, STORES, LLMSettings, ServerSettings, Settings
 
 BUREAU_VARS = ("BUREAU_DATA_DIR", "BUREAU_EMBEDDER", "BUREAU_THRESHOLD", "BUREAU_SEEKDB_HOST",
-               "BUREAU_SEEKDB_PORT", "BUREAU_LLM_MODEL")
+               "BUREAU_SEEKDB_PORT", "BUREAU_LLM_MODEL", "BUREAU_OPEN_TIMEOUT")
 
 
 class Listener:
@@ -175,6 +175,15 @@ def test_a_bad_server_port_names_its_variable(clean_env, raw):
     clean_env.setenv("BUREAU_SEEKDB_PORT", raw)
     with pytest.raises(ConfigurationError, match="BUREAU_SEEKDB_PORT"):
         Settings.from_env()
+
+
+@pytest.mark.parametrize("raw", ["x", "0", "-5", "nan", "inf"])
+def test_a_bad_open_timeout_names_its_variable(clean_env, raw):
+    clean_env.setenv("BUREAU_OPEN_TIMEOUT", raw)
+    with pytest.raises(ConfigurationError, match="BUREAU_OPEN_TIMEOUT"):
+        Settings.from_env()
+    clean_env.setenv("BUREAU_OPEN_TIMEOUT", "45")
+    assert Settings.from_env().open_timeout_s == 45.0
 
 
 def test_good_environment_values_are_read(clean_env):

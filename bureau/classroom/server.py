@@ -31,6 +31,7 @@ from typing import Any
 import pymysql
 
 from ..errors import ClassroomError
+from ..storage.diskspace import check_before_open, failure_error, log_size, start_failure_since
 from ..storage.files import private_dir, seekdb_server_binary
 
 LOOPBACK = "127.0.0.1"
@@ -95,6 +96,7 @@ def start_server(base_dir: Path, port: int | None = None,
     else:
         data = private_dir(base_dir)
         as_user = {}
+    log_from = _check_disk(data)  # where the data lives: the account's folder when it has one
     log = _open_log(server_log(base_dir))
     proc = subprocess.Popen(
         [str(binary), "--nodaemon", "--base-dir", str(data), "--port", str(port),
@@ -106,6 +108,7 @@ def start_server(base_dir: Path, port: int | None = None,
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         if proc.poll() is not None:
+            _raise_logged_failure(proc.pid, base_dir, log_from)
             tail = _read_log(server_log(base_dir))[-1500:]
             raise ClassroomError(f"The seekdb server exited with code {proc.returncode} while "
                                  f"starting: {tail}",
@@ -114,6 +117,7 @@ def start_server(base_dir: Path, port: int | None = None,
             conn = admin_connect(LOOPBACK, port, "root", password or "", timeout=2)
             break
         except pymysql.err.Error:
+            _raise_logged_failure(proc.pid, base_dir, log_from)
             if time.monotonic() > deadline:
                 stop_server(proc.pid, base_dir)
                 raise ClassroomError(f"The seekdb server did not answer on port {port} within "
@@ -346,6 +350,29 @@ def kill_sessions(cur: Any, user: str) -> int:
         except pymysql.err.Error:  # ended meanwhile
             pass
     return len(ids)
+
+
+def _check_disk(base_dir: Path) -> int:
+    """Refuse to start where seekdb cannot (too little free space, said typed with the figures:
+    a first start needs 2.42 GB); returns where this start's lines begin in seekdb's log."""
+    check_before_open(base_dir, base_dir)
+    return log_size(base_dir / "log" / "seekdb.log")
+
+
+def _raise_logged_failure(pid: int, base_dir: Path, log_from: int) -> None:
+    """If seekdb's log says this start failed, stop the server (after a failed start it never
+    exits on its own) and raise the logged reason typed (``OB_...`` code and sentence)."""
+    log = base_dir / "log" / "seekdb.log"
+    failure = start_failure_since(log, log_from)
+    if failure is None:
+        return
+    if _is_our_server(pid, base_dir):
+        os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    raise failure_error(failure, "The classroom's seekdb server", base_dir, log)
 
 
 def _is_our_server(pid: int, base_dir: Path) -> bool:

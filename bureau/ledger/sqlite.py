@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import LedgerDamagedError
+from ..errors import DiskFullError, LedgerDamagedError
+from ..storage.diskspace import check_writable
 from .base import BaseLedger
 from .connection import Connection, Tx
 from .keys import KEY_FILE, AuditKeys
@@ -83,6 +84,8 @@ class SqliteConnection(Connection):
     @contextmanager
     def connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
         """A transaction on this thread's connection; ``immediate`` takes the write lock up front."""
+        if immediate:  # a write: refused up front when the disk is full, nothing half-done
+            check_writable(self.path.parent)
         db, kept = self._idle_connection()
         if kept:
             self._local.busy = True
@@ -98,6 +101,9 @@ class SqliteConnection(Connection):
         except sqlite3.DatabaseError as exc:
             if type(exc) is sqlite3.DatabaseError:  # "malformed", "not a database": not a race
                 raise _damaged(self.path, exc) from exc
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                raise DiskFullError(f"The ledger {self.path} could not be written: the disk "
+                                    f"is full ({exc}). Nothing of this call was kept.") from exc
             raise
         finally:
             if kept:

@@ -69,6 +69,20 @@ class Bureau:
             except BureauError as exc:
                 log.warning("case %s was not recovered on open: %s", task_case, exc)
 
+    def disk_space(self) -> dict[str, Any]:
+        """Free space where the data directory lives, beside the figures that matter: writes
+        are refused below ``write_reserve`` (:class:`~bureau.errors.DiskFullError`), and a new
+        data directory's first start needs ``first_start`` (seekdb's 2 GiB log disk)."""
+        from ..storage import diskspace
+
+        free = diskspace.free_bytes(self.settings.data_dir)
+        return {"path": self.settings.data_dir, "free": free,
+                "write_reserve": diskspace.WRITE_RESERVE_BYTES,
+                "first_start": diskspace.FIRST_START_BYTES,
+                "text": f"{diskspace.human(free)} free (writes stop below "
+                        f"{diskspace.human(diskspace.WRITE_RESERVE_BYTES)}; a new data "
+                        f"directory needs {diskspace.human(diskspace.FIRST_START_BYTES)})"}
+
     def check_store(self) -> dict[str, int]:
         """Compare the card store with the ledger; sweep retired namespaces; stop on strangers.
 

@@ -19,18 +19,20 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from ..embedding import Encoder
-from ..errors import BoundaryViolation
+from ..errors import BoundaryViolation, BureauError
 from ..model import CaseSpace, MemoryCard
 from ..settings import Settings
 from ..tiers.provenance import read_labels
 from . import reconnect
+from .diskspace import check_writable, explain_write_failure
 from .setup import LOCK, open_store, scope_index, sql_engine, store_key
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,8 @@ class MemoryGateway:
         self.encoder = encoder
         self.store_key = store_key(settings)
         self._server = settings.store == "server"
+        self._disk = settings.seekdb_path if settings.store == "embedded" else None
+        """Where an embedded store's writes land (a server store's disk is not ours to watch)."""
 
     def _retry(self, fn: Any, what: str, landed: Any = None) -> Any:
         """A server store's call survives one lost connection (:mod:`.reconnect`): a learner's
@@ -110,6 +114,27 @@ class MemoryGateway:
         return cls(settings, memory, encoder)
 
     # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def _writing(self, guard: bool = True) -> Iterator[None]:
+        """A write to an embedded store: refused before it starts when the disk is full
+        (``guard``; deletes are not refused: they may be how a learner makes room), and an
+        engine error on a full disk raised as :class:`~bureau.errors.DiskFullError` (seekdb
+        would otherwise say "statement timeout ... ob_query_timeout", code 4012)."""
+        if self._disk is None:
+            yield
+            return
+        if guard:
+            check_writable(self._disk)
+        try:
+            yield
+        except BureauError:
+            raise
+        except Exception as exc:
+            err = explain_write_failure(exc, self._disk)
+            if err is exc:
+                raise
+            raise err from exc
+
     def add(
         self, case: CaseSpace, owner: str, content: str, meta: dict[str, Any]
     ) -> MemoryCard:
@@ -118,7 +143,7 @@ class MemoryGateway:
         metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
 
         def write() -> str:
-            with LOCK:
+            with self._writing(), LOCK:
                 r = self.memory.add(content, user_id=uid, agent_id=owner, metadata=metadata,
                                     infer=False)
             return str(r["results"][0]["id"])
@@ -176,7 +201,7 @@ class MemoryGateway:
 
             def insert(chunk_vectors: Any = chunk_vectors,
                        rows: list[dict[str, Any]] = rows) -> list[Any]:
-                with LOCK:
+                with self._writing(), LOCK:
                     return list(storage.vector_store.insert(chunk_vectors.tolist(), rows))
 
             def landed(rows: list[dict[str, Any]] = rows) -> list[Any] | None:
@@ -197,7 +222,7 @@ class MemoryGateway:
     def delete(self, case: CaseSpace, owner: str, card_id: str) -> bool:
         """Delete one card, but only if it belongs to this case and owner (False: not there)."""
         _, uid = _ids(case)
-        with LOCK:
+        with self._writing(guard=False), LOCK:
             if self.get(case, owner, card_id) is None:
                 return False
             return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
@@ -221,7 +246,7 @@ class MemoryGateway:
 
     def _purge_space(self, uid: str, max_rounds: int) -> int:
         deleted = 0
-        with LOCK:
+        with self._writing(guard=False), LOCK:
             for _ in range(max_rounds):
                 rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
                 if not rows:
@@ -240,7 +265,7 @@ class MemoryGateway:
         with the store's own count; returns how many were deleted."""
         _, uid = _ids(case)
         deleted = 0
-        with LOCK:
+        with self._writing(guard=False), LOCK:
             for _ in range(max_rounds):
                 rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
                                            offset=0)["results"]
@@ -382,7 +407,7 @@ class MemoryGateway:
     def raw_add(self, case: CaseSpace, owner: str, content: str) -> str:
         """PowerMem's own ``Memory.add``: the benchmark's baseline for publish."""
         _, uid = _ids(case)
-        with LOCK:
+        with self._writing(), LOCK:
             r = self.memory.add(content, user_id=uid, agent_id=owner, infer=False)
         return str(r["results"][0]["id"])
 

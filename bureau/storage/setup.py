@@ -448,11 +448,23 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
                 f"The data directory {settings.data_dir} is not writable.",
                 "Pass Bureau.open(data_dir=...) or set BUREAU_DATA_DIR to a writable folder.",
             )
+        if settings.store == "embedded":
+            from .diskspace import check_before_open
+
+            # Too little space: say so now (seekdb would fail in its log and hang the open).
+            check_before_open(settings.data_dir, settings.seekdb_path)
         _ACTIVE_ENCODER = encoder
         powermem = _import_powermem(settings)
         _claim_card_id_slot(settings)
-        with private_umask():  # seekdb's server keeps the umask it starts with: 0600 files
-            memory = _new_memory(powermem, settings, _powermem_config(settings, encoder.dims))
+        config = _powermem_config(settings, encoder.dims)
+        if settings.store == "embedded":
+            from .diskspace import watched_open
+
+            with private_umask(), watched_open(settings.data_dir, settings.seekdb_path,
+                                               settings.open_timeout_s) as watch:
+                memory = watch.call(lambda: _new_memory(powermem, settings, config))
+        else:
+            memory = _new_memory(powermem, settings, config)
         if settings.store == "embedded":
             _keep_one_connection(memory)
         else:  # a session ended while idle in the pool (a KILL, a restart) costs a ping

@@ -84,6 +84,9 @@ def environment_checks(bureau: Bureau) -> list[Check]:
                         f"one sentence → {vec.shape[0]} numbers, unit length, {ms:.1f} ms"))
     checks.append(Check("Data directory writable", os.access(s.data_dir, os.W_OK),
                         f"{_home(s.data_dir)} (set BUREAU_DATA_DIR to move it)"))
+    disk = bureau.disk_space()
+    checks.append(Check("Free disk space", disk["free"] >= 4 * disk["write_reserve"],
+                        f"{disk['text']} on the disk of {_home(s.data_dir)}"))
     return checks
 
 
