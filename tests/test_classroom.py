@@ -191,6 +191,7 @@ def _login(classroom, learner: str, **kw):
     return pymysql.connect(host="127.0.0.1", port=conn.port, user=conn.user,
                            password=kw.get("password", conn.password),
                            database=kw.get("database", conn.database), connect_timeout=10,
+                           read_timeout=60, write_timeout=60,
                            local_infile=kw.get("local_infile", False))
 
 

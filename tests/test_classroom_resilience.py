@@ -117,7 +117,8 @@ def _workers(room, base: Path, seconds: float) -> tuple[list[subprocess.Popen[st
 def _login(room, learner: str) -> pymysql.connections.Connection:
     c = read_connection(room.connection_file(learner))
     return pymysql.connect(host="127.0.0.1", port=c.port, user=c.user, password=c.password,
-                           database=c.database, autocommit=True, connect_timeout=5)
+                           database=c.database, autocommit=True, connect_timeout=5,
+                           read_timeout=30, write_timeout=30)  # a hung statement fails the test
 
 
 def test_seekdb_lets_any_account_kill_any_session(room):

@@ -49,11 +49,17 @@ def new_password() -> str:
     return secrets.token_urlsafe(24)
 
 
+ADMIN_READ_TIMEOUT_S = 60.0
+"""No administrative statement waits longer for its answer: a server that stopped answering
+(or a statement a learner's object stalls) fails typed instead of hanging the instructor."""
+
+
 def admin_connect(host: str, port: int, user: str, password: str, database: str | None = None,
                   timeout: float = 10.0) -> Any:
     return pymysql.connect(host=host, port=int(port), user=user, password=password,
                            database=database, autocommit=True, charset="utf8mb4",
-                           connect_timeout=timeout)
+                           connect_timeout=timeout, read_timeout=ADMIN_READ_TIMEOUT_S,
+                           write_timeout=ADMIN_READ_TIMEOUT_S)
 
 
 FILE_ACCESS_OFF = "NULL"
