@@ -82,6 +82,7 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path):
     assert nb.metadata.papermill.exception is None
     text = _outputs(nb)
     assert '"ename"' not in text and "Traceback" not in text
+    assert _nbtool().executed_problems(path.name, nb) == []
     if path.name == "stage.ipynb":
         assert "application/vnd.jupyter.widget-view+json" in text
         return
@@ -89,6 +90,33 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path):
     assert "bureau-verdict" in text, "the exercise check cell shows a verdict"
     assert 'data-ok=\\"false\\"' in text, "unsolved exercises get a friendly 'not yet'"
     assert "application/vnd.jupyter.widget-view+json" in text, "the console is displayed"
+
+
+def test_executed_outputs_check_finds_a_bare_figure_and_a_demo_without_its_effect(tmp_path: Path):
+    """The planted defects, through a real kernel: a bare matplotlib Figure shows as text (the
+    check names it), the course's figure type as an image (the check passes), and a demo that
+    says its effect did not occur is reported."""
+    pm = pytest.importorskip("papermill")
+    from bureau.course.effects import NOT_SHOWN
+
+    assert _nbtool().NOT_SHOWN == NOT_SHOWN
+    planted = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from matplotlib.figure import Figure\n"
+                                  "fig = Figure(figsize=(9.5, 4.6))\nfig.add_subplot()\nfig"),
+        nbformat.v4.new_code_cell("from bureau.figures import new_figure\n"
+                                  "fig = new_figure(3, 2)\nfig.add_subplot()\nfig"),
+        nbformat.v4.new_code_cell("from bureau.course.effects import outcome\n"
+                                  "print(outcome(False, 'raced', 'the writers never overlapped'))"),
+    ])
+    nbformat.write(planted, tmp_path / "planted.ipynb")
+    nb = pm.execute_notebook(str(tmp_path / "planted.ipynb"), str(tmp_path / "out.ipynb"),
+                             kernel_name="python3", cwd=str(REPO), progress_bar=False,
+                             execution_timeout=120)
+    found = _nbtool().executed_problems("planted", nb)
+    assert len(found) == 2, found
+    assert "cell 0: a figure without an image: <Figure size 950x460" in found[0]
+    assert "cell 2: a demo without its effect" in found[1]
+    assert "image/png" in nb.cells[1].outputs[0].data
 
 
 def _with_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -121,6 +149,7 @@ def test_lesson_follows_its_scenario_parameter(path: Path, scenario: str, tmp_pa
     assert nb.metadata.papermill.exception is None
     text = _outputs(nb)
     assert '"ename"' not in text and "Traceback" not in text
+    assert _nbtool().executed_problems(path.name, nb) == []
     from bureau.scenario import load_scenario
 
     title = load_scenario(scenario).title

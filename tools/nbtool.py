@@ -136,6 +136,31 @@ def problems(path: Path, nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
+NOT_SHOWN = "Not shown in this run"
+"""What a demo's sentence opens with when its effect did not occur (``bureau.course.effects``;
+repeated here because this script runs without the package on its path)."""
+BARE_FIGURE = re.compile(r"<(?:Figure size [0-9.]+x[0-9.]+|matplotlib\.\w+[.\w]* object)")
+
+
+def executed_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
+    """What an executed lesson's outputs must not hold: a figure shown as text (no image: a
+    bare matplotlib Figure, ``<Figure size 950x460 with 1 Axes>``) or a demo saying its effect
+    did not occur in this run (issue 34 §1)."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = out.get("data", {})
+            texts = [out.get("text", ""), data.get("text/plain", ""), data.get("text/html", "")]
+            text = "\n".join(t if isinstance(t, str) else "".join(t) for t in texts)
+            if BARE_FIGURE.search(text) and "image/png" not in data:
+                found.append(f"{name} cell {i}: a figure without an image: "
+                             f"{BARE_FIGURE.search(text).group(0)}...")
+            if NOT_SHOWN in text:
+                line = next(ln for ln in text.splitlines() if NOT_SHOWN in ln)
+                found.append(f"{name} cell {i}: a demo without its effect: {line[:160]}")
+    return found
+
+
 def run_lessons(paths: list[Path], timeout: int) -> Iterator[tuple[Path, nbformat.NotebookNode, float]]:
     """Run each notebook top to bottom in one temporary data directory (the learner's own is
     never touched, and nothing is left behind); yield it executed, with its run seconds."""

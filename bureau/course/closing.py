@@ -130,19 +130,19 @@ def peer_reports(*, unverified: bool = False) -> pd.DataFrame:
 def plot_peer_reports(df: pd.DataFrame | None = None):
     """One bar per cause over the verified reports of a hole (RFCs have none); the title
     states what the cited reports share."""
-    import matplotlib.pyplot as plt
+    from ..figures import new_figure
 
     df = peer_reports() if df is None else df
     holes = df[df["kind"] != "rfc"]
     counts = holes["where the scope came from"].value_counts().sort_values()
-    fig, ax = plt.subplots(figsize=(8, 3))
+    fig = new_figure(8, 3, layout="tight")
+    ax = fig.add_subplot()
     ax.barh(counts.index, counts.values, color="#8c6d31")
     ax.set_xlabel(f"cited reports (of {len(holes)}; a catalogue, not a survey)")
     ax.set_ylabel("where the scope came from")
     ax.set_title(f"In all {len(holes)} cited reports, the scope came from the caller or from "
                  "nowhere")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
     return fig
 
 

@@ -1,13 +1,12 @@
 """Figures for the lessons: labelled axes and a title that states what the data shows.
 
-Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (it renders itself as
+Each function returns a :class:`bureau.figures.CourseFigure` built without pyplot (it renders itself as
 PNG), so a notebook shows it exactly once, as the cell's value, and tests can inspect it without a
 display.
 """
 
 from __future__ import annotations
 
-import io
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ...embedding import Encoder
+from ...figures import CourseFigure, new_figure
 from ...model import BOARD, RetrievalTrace
 from ...service import Case
 from ..attacks import AttackResult
@@ -22,17 +22,12 @@ from ..attacks import AttackResult
 BLUE, GREY, GREEN, RED, AMBER = "#2563eb", "#9ca3af", "#059669", "#dc2626", "#d97706"
 
 
-class LessonFigure(Figure):
-    """A Figure that displays itself as PNG in Jupyter without pyplot's global state."""
-
-    def _repr_png_(self) -> bytes:
-        buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=100)
-        return buf.getvalue()
+LessonFigure = CourseFigure
+"""The course's one figure type (:mod:`bureau.figures`), under the name this module had for it."""
 
 
 def _fig(width: float = 7.0, height: float = 3.2) -> tuple[Figure, Any]:
-    fig = LessonFigure(figsize=(width, height), layout="constrained")
+    fig = new_figure(width, height)
     return fig, fig.add_subplot()
 
 
