@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from bureau.course import progress
-from bureau.course.quiz import last_prediction, predict, questions, quiz
+from bureau.course.quiz import last_prediction, predict, questions, quiz, reveal
 from bureau.course.widgets import check
 
 LESSONS = [f"{n:02d}" for n in range(9)]
@@ -138,6 +138,12 @@ def test_checks_and_predictions_are_recorded(bureau, case):
     assert said.value == "saved"
     assert last_prediction("08-inside-run", bureau) == ("The answer will quote the page but not "
                                                         "call it known.")
+    shown = reveal("08-inside-run", bureau, "quoted as untrusted")
+    assert repr(shown).splitlines() == [
+        "You predicted: The answer will quote the page but not call it known.",
+        "This run:      quoted as untrusted"]
+    assert "<b>This run:</b> quoted as untrusted" in shown._repr_html_()
+    assert "none saved" in repr(reveal("08-never-predicted", bureau, 1))
     after_00, after_08 = _row(bureau, "00"), _row(bureau, "08")
     assert after_00["check attempts"] - before_00["check attempts"] == 2
     assert after_00["checks passed"] == max(1, before_00["checks passed"])  # one distinct id

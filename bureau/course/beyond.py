@@ -55,7 +55,7 @@ def tier_table(trace: Any) -> pd.DataFrame:
         for card in [*scope.hits, *scope.below_threshold]:
             rows.append({"scope": scope.scope, "tier": card.tier, "provenance": card.provenance,
                          "trust": card.trust, "score": round(card.score or 0.0, 3),
-                         "text": card.snippet(70)})
+                         "text": card.content})
     return pd.DataFrame(rows, columns=["scope", "tier", "provenance", "trust", "score", "text"])
 
 

@@ -187,17 +187,19 @@ def owners_seen(run: ToolLoop, tools: tuple[str, ...] = ("recall", "list_cards",
 
 
 # -- the exercise -----------------------------------------------------------------------------
-EXERCISE_ROLE = "informant"
+def exercise_role(case: Case) -> str:
+    """Whose handle the exercise wires: the secret's holder in this case's cast (the informant
+    in the safe combination), so the exercise follows the lesson's ``scenario`` parameter."""
+    from .cast import Cast
+
+    return Cast.of(case).holder
 
 
 def check_wired_agent(case: Case, answer: Any) -> Verdict:
-    """The learner's run must have gone through the informant's handle, and the bureau's own
-    log must show its last retrieval searching the informant's space and the board, nothing
-    another role owns."""
-    role = EXERCISE_ROLE
-    if role not in case.role_names:
-        return not_yet(f"This case has no {role}: run the lesson with a scenario that has one "
-                       "(the default, safe-combination, does).")
+    """The learner's run must have gone through the holder's handle (the informant's, in the
+    safe combination), and the bureau's own log must show its last retrieval searching that
+    role's space and the board, nothing another role owns."""
+    role = exercise_role(case)
     if answer is None:
         return not_yet("Replace `None` with what `run_tool_loop(...)` returns for the "
                        f"{role}'s handle, `case.agent({role!r})`.")
@@ -229,8 +231,8 @@ def check_wired_agent(case: Case, answer: Any) -> Verdict:
 
 SOLUTION = '''with StandinModel("obedient") as model:  # with a provider: voice.responder instead
     wired = model.responder()
-    my_run = run_tool_loop(wired.client, wired.settings.model, case.agent("informant"),
-                           "What is the combination of the safe in the study?")
+    my_run = run_tool_loop(wired.client, wired.settings.model, case.agent(informant),
+                           safe_question)
 my_run.reply'''
 
 register(Exercise("09-wire-an-agent", "An agent host wired through one handle", SOLUTION,

@@ -9,6 +9,7 @@ needs no server. Answers and predictions go to the learner's progress record
 
     quiz("03", bureau)             # the lesson's questions, one "Check" button each
     predict("08-inside-run", bureau, "What will the answer say?")
+    reveal("08-inside-run", bureau, answer.text)   # after the run: the guess beside the value
 """
 
 from __future__ import annotations
@@ -167,5 +168,36 @@ def last_prediction(item: str, bureau: Bureau) -> str | None:
     return None if mine.empty else str(mine["detail"].iloc[-1])
 
 
-__all__ = ["Choice", "Question", "QuizState", "choice_order", "last_prediction", "learner_key",
-           "predict", "questions", "quiz"]
+@dataclass(frozen=True)
+class Reveal:
+    """A saved prediction beside what the run produced. Plain HTML and text (no widget), so it
+    reads the same in the lab, under papermill and on the site."""
+
+    item: str
+    predicted: str | None
+    this_run: str | None
+
+    def lines(self) -> tuple[str, str]:
+        said = (self.predicted if self.predicted is not None
+                else "(none saved: write it in the box above and press Save, then run this again)")
+        run = self.this_run if self.this_run is not None else "the output above"
+        return f"You predicted: {said}", f"This run:      {run}"
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines())
+
+    def _repr_html_(self) -> str:
+        mine, run = (html.escape(x.split(":", 1)[1].strip()) for x in self.lines())
+        return (f'<div class="bureau-reveal" data-item="{html.escape(self.item)}">'
+                f"<b>You predicted:</b> {mine}<br><b>This run:</b> {run}</div>")
+
+
+def reveal(item: str, bureau: Bureau | None, this_run: object = None) -> Reveal:
+    """The learner's latest prediction for ``item`` (saved with :func:`predict`) beside
+    ``this_run``, the value the run just produced (``None``: the output above)."""
+    predicted = None if bureau is None else last_prediction(item, bureau)
+    return Reveal(item, predicted, None if this_run is None else str(this_run))
+
+
+__all__ = ["Choice", "Question", "QuizState", "Reveal", "choice_order", "last_prediction",
+           "learner_key", "predict", "questions", "quiz", "reveal"]
