@@ -179,8 +179,12 @@ def test_lesson_follows_its_scenario_parameter(path: Path, scenario: str, tmp_pa
 
     title = load_scenario(scenario).title
     assert title in text, f"the lesson shows the case it runs ({title})"
+    # What the cells print (the quiz's widget state is left out: its questions are about the
+    # course's worked example, the safe combination, whatever the scenario).
+    printed = "\n".join(json.dumps(c.get("outputs", [])) for c in nb.cells
+                         if c.cell_type == "code").lower()
     foreign = sorted(w for w in _foreign_roles(scenario)
-                     if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text.lower()))
+                     if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", printed))
     assert not foreign, f"a {scenario} run names roles it lacks: {foreign}"
     verdicts = re.findall(r'data-ok=\\"(true|false)\\"', text)
     assert verdicts and set(verdicts) == {"true"}, verdicts
