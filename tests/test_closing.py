@@ -85,7 +85,11 @@ def test_the_solution_shown_is_the_registered_one():
 
 # -- the exercise, on real storage ---------------------------------------------------------------
 def _solve(case) -> ToolLoop:
-    ns = {"StandinModel": StandinModel, "run_tool_loop": run_tool_loop, "case": case}
+    from bureau.course.cast import Cast
+
+    cast = Cast.of(case)
+    ns = {"StandinModel": StandinModel, "run_tool_loop": run_tool_loop, "case": case,
+          "informant": cast.holder, "safe_question": cast.secret.question}
     exec(SOLUTION, ns)
     return ns["my_run"]
 

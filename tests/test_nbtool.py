@@ -68,7 +68,7 @@ def test_nav_rewrites_a_stale_cell_and_nothing_else(nbtool, course_copy: Path):
     other = (course_copy / "01_whisper.ipynb").read_bytes()
 
     stale, broken = nbtool.nav(course_copy, write=False)
-    assert stale == ["02_interrogate.ipynb: navigation or contents out of date with COURSE"]
+    assert stale == ["02_interrogate.ipynb: navigation, contents or time out of date with COURSE"]
     assert not broken
     assert nbtool.main(["nav", "--check", str(course_copy)]) == 1
 
@@ -174,3 +174,28 @@ def test_learner_minutes_adds_reading_running_and_doing(nbtool):
     assert parts["words"] == nbtool.PROSE_WPM * 4 + 1 and parts["code lines"] == 10
     raw = 4 + 1 / nbtool.PROSE_WPM + 1 + 1 + nbtool.PREDICT_MIN + nbtool.EXERCISE_MIN + nbtool.QUIZ_MIN
     assert minutes == -(-raw // 5) * 5 and minutes % 5 == 0
+
+
+def test_a_lesson_time_said_differently_anywhere_is_stale(nbtool, course_copy: Path):
+    """Issue 34 §2: one number per lesson (``COURSE``, from ``nbtool.py time``) in the lesson's
+    header, the lessons table and the instructor kit; a header or a kit row that disagrees is
+    reported, and ``nav`` writes the table's number back."""
+    shutil.copy(NB_DIR / "INSTRUCTOR.md", course_copy / "INSTRUCTOR.md")
+    assert nbtool.nav(course_copy, write=False) == ([], [])
+    path = course_copy / "05_measuring_leakage.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    minutes = nbtool.COURSE[5].minutes
+    assert f"**Time** · about {minutes} min" in nb.cells[1].source
+    nb.cells[1].source = nb.cells[1].source.replace(f"about {minutes} min", "about 35 min")
+    nbformat.write(nb, path)
+    kit = course_copy / "INSTRUCTOR.md"
+    row = f"(00_welcome.ipynb) | {nbtool.COURSE[0].minutes} min |"
+    assert row in kit.read_text(encoding="utf-8")
+    kit.write_text(kit.read_text(encoding="utf-8").replace(row, "(00_welcome.ipynb) | 15–20 min |"),
+                   encoding="utf-8")
+    stale, _ = nbtool.nav(course_copy, write=False)
+    assert stale == ["05_measuring_leakage.ipynb: navigation, contents or time out of date with "
+                     "COURSE", "INSTRUCTOR.md: lesson times out of date with COURSE"]
+    nbtool.nav(course_copy)
+    assert nbtool.nav(course_copy, write=False) == ([], [])
+    assert f"about {minutes} min" in nbformat.read(path, as_version=4).cells[1].source

@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from bureau.course import progress
-from bureau.course.quiz import last_prediction, predict, questions, quiz
+from bureau.course.quiz import last_prediction, predict, questions, quiz, reveal
 from bureau.course.widgets import check
 
 LESSONS = [f"{n:02d}" for n in range(9)]
@@ -50,19 +50,71 @@ def test_a_learner_answers_and_the_record_keeps_the_latest(bureau):
     st.buttons[0].click()
     assert "Pick an answer first" in st.feedback[0].value
     q = questions()["02"][0]
-    st.radios[0].index = (q.answer + 1) % len(q.choices)
+    st.radios[0].value = (q.answer + 1) % len(q.choices)
     st.buttons[0].click()
     assert 'data-ok="false"' in st.feedback[0].value
-    st.radios[0].index = q.answer
+    st.radios[0].value = q.answer
     st.buttons[0].click()
     assert 'data-ok="true"' in st.feedback[0].value and "Right." in st.feedback[0].value
     row = _row(bureau, "02")
     assert row["quiz right"] >= 1 and row["quiz answered"] >= 1
     latest = progress.attempts(bureau.settings.data_dir)
     latest = latest[latest["item"] == q.id].iloc[-1]
-    assert latest["ok"] == 1 and latest["detail"] == str(q.answer)  # the latest answer counts
+    # The latest answer counts, recorded as the choice (its text), not the position it had.
+    assert latest["ok"] == 1 and latest["detail"] == q.choices[q.answer].text
     path = progress.progress_path(bureau.settings.data_dir)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_choices_are_shuffled_per_learner_and_stable_for_each(bureau):
+    """Each learner sees a question's choices in an order of their own, the same on every
+    load; the radio's values stay the choices' indices in the file, so grading is unchanged."""
+    from bureau.course.quiz import choice_order, learner_key
+
+    box, again = quiz("03", bureau), quiz("03", bureau)
+    assert box.state.orders == again.state.orders
+    for q, radio, order in zip(questions()["03"], box.state.radios, box.state.orders, strict=True):
+        assert [v for _, v in radio.options] == order
+        assert [t for t, _ in radio.options] == [q.choices[i].text for i in order]
+    all_qs = [q for lesson in questions().values() for q in lesson]
+    me = [choice_order(q, learner_key(bureau)) for q in all_qs]
+    assert me != [choice_order(q, "/some/other/learner") for q in all_qs]
+    assert me != [list(range(len(q.choices))) for q in all_qs]
+
+
+POSITION_LIMIT = LONGEST_LIMIT = 0.40
+"""Issue 34 §3: no position holds more than 40 % of the right answers, and the right answer is
+the longest choice in at most 40 % of the questions: a skimming learner cannot score."""
+
+
+def test_right_answers_are_not_given_away_by_position_or_length():
+    from collections import Counter
+
+    from bureau.course.quiz import choice_order
+
+    all_qs = [q for lesson in questions().values() for q in lesson]
+    learners = [f"/learners/{n}" for n in range(200)]
+    where = Counter(choice_order(q, who).index(q.answer) for q in all_qs for who in learners)
+    total = sum(where.values())
+    assert max(where.values()) / total <= POSITION_LIMIT, where
+    longest = [q.id for q in all_qs
+               if len(q.choices[q.answer].text) >= max(len(c.text) for c in q.choices)]
+    assert len(longest) / len(all_qs) <= LONGEST_LIMIT, (len(longest), len(all_qs), longest)
+    # Nor the shortest: trimming right answers must not make brevity the new tell.
+    shortest = [q.id for q in all_qs
+                if len(q.choices[q.answer].text) <= min(len(c.text) for c in q.choices)]
+    assert len(shortest) / len(all_qs) <= LONGEST_LIMIT, (len(shortest), len(all_qs), shortest)
+
+
+def test_the_position_check_fails_on_an_unshuffled_quiz():
+    """The planted defect: the file's own order (no shuffle) fails the 40 % position limit."""
+    from collections import Counter
+
+    all_qs = [q for lesson in questions().values() for q in lesson]
+    where = Counter(q.answer for q in all_qs)
+    if max(where.values()) / len(all_qs) <= POSITION_LIMIT:
+        pytest.skip("the file's own order happens to be balanced")
+    assert max(where.values()) / len(all_qs) > POSITION_LIMIT
 
 
 def _row(bureau, lesson):
@@ -86,6 +138,12 @@ def test_checks_and_predictions_are_recorded(bureau, case):
     assert said.value == "saved"
     assert last_prediction("08-inside-run", bureau) == ("The answer will quote the page but not "
                                                         "call it known.")
+    shown = reveal("08-inside-run", bureau, "quoted as untrusted")
+    assert repr(shown).splitlines() == [
+        "You predicted: The answer will quote the page but not call it known.",
+        "This run:      quoted as untrusted"]
+    assert "<b>This run:</b> quoted as untrusted" in shown._repr_html_()
+    assert "none saved" in repr(reveal("08-never-predicted", bureau, 1))
     after_00, after_08 = _row(bureau, "00"), _row(bureau, "08")
     assert after_00["check attempts"] - before_00["check attempts"] == 2
     assert after_00["checks passed"] == max(1, before_00["checks passed"])  # one distinct id
@@ -112,3 +170,20 @@ def test_a_lesson_outside_a_classroom_does_not_load_the_classroom_driver():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_instructor_page_counts_predictions_never_their_text():
+    """Issue 34 §3: the instructor's page counts each learner's predictions (distinct prompts)
+    beside checks and quiz answers; the prediction's text is never read."""
+    from bureau.classroom import instructor
+
+    attempts = [("08", "prediction", "08-inside-run", None, "secret guess text", 1.0),
+                ("08", "prediction", "08-inside-run", None, "a second guess", 2.0),
+                ("09", "prediction", "09-gullible-tools", None, "x", 3.0),
+                ("02", "quiz", "q02-1", 1, "choice", 4.0)]
+    row = instructor._progress(attempts)
+    assert row["predictions"] == 2 and row["quiz_answered"] == 1
+    page = instructor.room_html([{"learner": "ann", **row, "case": None, "roles": {}, "board": 0,
+                                  "events": 0}])
+    assert '<td class="predictions">2</td>' in page and "<th>predictions</th>" in page
+    assert "secret guess" not in page

@@ -347,6 +347,10 @@ def _solve(bureau, case, exercise_id: str):
         "caught": None,
     }
     ns.update(zip(("informant", "detective", "suspect"), Cast.of(case).story_roles(), strict=True))
+    if exercise_id == "04-peek":  # lesson 04's namespace: the attack target it picked
+        from bureau.course import attacks
+
+        ns["target"] = attacks.pick_target(case)
     exec(EXERCISES[exercise_id].solution, ns)
     return ns["caught"] if exercise_id == "04-peek" else ns["answer"]
 

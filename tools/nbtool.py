@@ -21,6 +21,7 @@ fails while any of them is out of date with the table.
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import re
 import shutil
@@ -89,6 +90,10 @@ STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); se
          "to pin a case")
 NAV_OPEN, NAV_CLOSE = "<!--NAVIGATION-->", "<!--/NAVIGATION-->"
 TOC_OPEN, TOC_CLOSE = "<!--CONTENTS-->", "<!--/CONTENTS-->"
+TIMES_OPEN, TIMES_CLOSE = "<!--TIMES-->", "<!--/TIMES-->"
+"""The instructor kit's table of lesson times, generated from ``COURSE`` like the contents."""
+TIME_LINE = re.compile(r"(\*\*Time\*\* · about )(\d+)( min)")
+"""A lesson header's time; its number comes from ``COURSE`` (issue 34 §2: one source)."""
 CONTENTS_LINK = "[Contents](00_welcome.ipynb#Contents) · [Glossary](GLOSSARY.md)"
 
 
@@ -133,6 +138,39 @@ def problems(path: Path, nb: nbformat.NotebookNode) -> list[str]:
     for marker in (str(Path.home()), "/tmp/", "/work/", "/root/", "/home/"):
         if marker in text:
             found.append(f"{path.name}: contains an absolute path ({marker})")
+    return found
+
+
+NOT_SHOWN = "Not shown in this run"
+"""What a demo's sentence opens with when its effect did not occur (``bureau.course.effects``;
+repeated here because this script runs without the package on its path)."""
+TABLE_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S)
+BARE_FIGURE = re.compile(r"<(?:Figure size [0-9.]+x[0-9.]+|matplotlib\.\w+[.\w]* object)")
+
+
+def executed_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
+    """What an executed lesson's outputs must not hold: a figure shown as text (no image: a
+    bare matplotlib Figure, ``<Figure size 950x460 with 1 Axes>``) or a demo saying its effect
+    did not occur in this run (issue 34 §1), or a table cell cut short ("..." from pandas'
+    column width, "…" from a snippet; issue 34 §5)."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = out.get("data", {})
+            texts = [out.get("text", ""), data.get("text/plain", ""), data.get("text/html", "")]
+            text = "\n".join(t if isinstance(t, str) else "".join(t) for t in texts)
+            if BARE_FIGURE.search(text) and "image/png" not in data:
+                found.append(f"{name} cell {i}: a figure without an image: "
+                             f"{BARE_FIGURE.search(text).group(0)}...")
+            table = data.get("text/html", "")
+            table = table if isinstance(table, str) else "".join(table)
+            for cell_html in TABLE_CELL.findall(table) if "<table" in table else []:
+                shown = html.unescape(re.sub(r"<[^>]+>", "", cell_html)).strip()
+                if shown.endswith(("...", "…")):
+                    found.append(f"{name} cell {i}: a table cell cut short: {shown[-60:]!r}")
+            if NOT_SHOWN in text:
+                line = next(ln for ln in text.splitlines() if NOT_SHOWN in ln)
+                found.append(f"{name} cell {i}: a demo without its effect: {line[:160]}")
     return found
 
 
@@ -265,6 +303,22 @@ def readme_table(course: list[Lesson] | None = None) -> str:
         "\n".join(rows) + f"\n{TOC_CLOSE}"
 
 
+def kit_table(course: list[Lesson] | None = None) -> str:
+    """The instructor kit's table: each lesson's minutes, the same number its header and the
+    lessons table show."""
+    course = present() if course is None else course
+    rows = "\n".join(f"| [{le.title}]({le.file}) | {_minutes(le)} |" for le in course)
+    total = sum(le.minutes or 0 for le in course)
+    return (f"{TIMES_OPEN}\n| lesson | a learner's time (`tools/nbtool.py time`) |\n|---|---|\n"
+            f"{rows}\n| all {len(course)} | {total // 60} h {total % 60} min |\n{TIMES_CLOSE}")
+
+
+def _set_time(nb: nbformat.NotebookNode, lesson: Lesson) -> None:
+    """Write ``COURSE``'s minutes into the header's "**Time** · about N min"."""
+    if lesson.minutes and len(nb.cells) > 1:
+        nb.cells[1].source = TIME_LINE.sub(rf"\g<1>{lesson.minutes}\g<3>", nb.cells[1].source, 1)
+
+
 def _set_nav(nb: nbformat.NotebookNode, i: int, course: list[Lesson]) -> None:
     for at in (0, -1):
         if not (nb.cells and nb.cells[at].source.startswith(NAV_OPEN)):
@@ -300,6 +354,7 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True,
         nb = nbformat.read(path, as_version=4)
         before = [c.source for c in nb.cells]
         _set_nav(nb, i, course)
+        _set_time(nb, lesson)
         if i == 0:
             toc = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith(TOC_OPEN)]
             if not toc:
@@ -307,7 +362,7 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True,
                 toc = [nb.cells[-2]]
             toc[0].source = contents_cell(course)
         if [c.source for c in nb.cells] != before:
-            stale.append(f"{lesson.file}: navigation or contents out of date with COURSE")
+            stale.append(f"{lesson.file}: navigation, contents or time out of date with COURSE")
             if write and (only is None or lesson.file in only):
                 nbformat.write(clean(nb), path)
     readme = nb_dir / "README.md"
@@ -320,6 +375,17 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True,
         if write and only is None:
             new = text[: block.start()] + readme_table(course) + text[block.end():]
             readme.write_text(new, encoding="utf-8")
+    kit = nb_dir / "INSTRUCTOR.md"
+    if kit.exists():
+        text = kit.read_text(encoding="utf-8")
+        block = re.search(re.escape(TIMES_OPEN) + r".*?" + re.escape(TIMES_CLOSE), text, re.S)
+        if block is None:
+            broken.append(f"{kit.name}: no {TIMES_OPEN} … {TIMES_CLOSE} block for lesson times")
+        elif block.group(0) != kit_table(course):
+            stale.append(f"{kit.name}: lesson times out of date with COURSE")
+            if write and only is None:
+                kit.write_text(text[: block.start()] + kit_table(course) + text[block.end():],
+                               encoding="utf-8")
     return stale, broken
 
 

@@ -130,19 +130,19 @@ def peer_reports(*, unverified: bool = False) -> pd.DataFrame:
 def plot_peer_reports(df: pd.DataFrame | None = None):
     """One bar per cause over the verified reports of a hole (RFCs have none); the title
     states what the cited reports share."""
-    import matplotlib.pyplot as plt
+    from ..figures import new_figure
 
     df = peer_reports() if df is None else df
     holes = df[df["kind"] != "rfc"]
     counts = holes["where the scope came from"].value_counts().sort_values()
-    fig, ax = plt.subplots(figsize=(8, 3))
+    fig = new_figure(8, 3, layout="tight")
+    ax = fig.add_subplot()
     ax.barh(counts.index, counts.values, color="#8c6d31")
     ax.set_xlabel(f"cited reports (of {len(holes)}; a catalogue, not a survey)")
     ax.set_ylabel("where the scope came from")
     ax.set_title(f"In all {len(holes)} cited reports, the scope came from the caller or from "
                  "nowhere")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
     return fig
 
 
@@ -187,17 +187,19 @@ def owners_seen(run: ToolLoop, tools: tuple[str, ...] = ("recall", "list_cards",
 
 
 # -- the exercise -----------------------------------------------------------------------------
-EXERCISE_ROLE = "informant"
+def exercise_role(case: Case) -> str:
+    """Whose handle the exercise wires: the secret's holder in this case's cast (the informant
+    in the safe combination), so the exercise follows the lesson's ``scenario`` parameter."""
+    from .cast import Cast
+
+    return Cast.of(case).holder
 
 
 def check_wired_agent(case: Case, answer: Any) -> Verdict:
-    """The learner's run must have gone through the informant's handle, and the bureau's own
-    log must show its last retrieval searching the informant's space and the board, nothing
-    another role owns."""
-    role = EXERCISE_ROLE
-    if role not in case.role_names:
-        return not_yet(f"This case has no {role}: run the lesson with a scenario that has one "
-                       "(the default, safe-combination, does).")
+    """The learner's run must have gone through the holder's handle (the informant's, in the
+    safe combination), and the bureau's own log must show its last retrieval searching that
+    role's space and the board, nothing another role owns."""
+    role = exercise_role(case)
     if answer is None:
         return not_yet("Replace `None` with what `run_tool_loop(...)` returns for the "
                        f"{role}'s handle, `case.agent({role!r})`.")
@@ -229,8 +231,8 @@ def check_wired_agent(case: Case, answer: Any) -> Verdict:
 
 SOLUTION = '''with StandinModel("obedient") as model:  # with a provider: voice.responder instead
     wired = model.responder()
-    my_run = run_tool_loop(wired.client, wired.settings.model, case.agent("informant"),
-                           "What is the combination of the safe in the study?")
+    my_run = run_tool_loop(wired.client, wired.settings.model, case.agent(informant),
+                           safe_question)
 my_run.reply'''
 
 register(Exercise("09-wire-an-agent", "An agent host wired through one handle", SOLUTION,

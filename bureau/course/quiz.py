@@ -9,11 +9,14 @@ needs no server. Answers and predictions go to the learner's progress record
 
     quiz("03", bureau)             # the lesson's questions, one "Check" button each
     predict("08-inside-run", bureau, "What will the answer say?")
+    reveal("08-inside-run", bureau, answer.text)   # after the run: the guess beside the value
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
+import random
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -68,38 +71,60 @@ def _data_dir(bureau: Bureau | None) -> Path | None:
     return None if bureau is None else Path(bureau.settings.data_dir)
 
 
+def learner_key(bureau: Bureau | None) -> str:
+    """Who is taking the quiz, for the order of its choices: the learner's data directory (one
+    per learner, a classroom tenant's too); ``""`` without a bureau."""
+    where = _data_dir(bureau)
+    return "" if where is None else str(where.expanduser().resolve())
+
+
+def choice_order(q: Question, learner: str) -> list[int]:
+    """The order a learner sees ``q``'s choices in: shuffled, and the same every time for that
+    learner and question (seeded by both), so a reload does not move the answer a learner has
+    just read; across learners the right answer sits in every position alike. Without it the
+    shipped file's order gave the answer away (issue 34 §3: the second choice in 24 of 32)."""
+    seed = hashlib.sha256(f"{learner}\0{q.id}".encode()).digest()
+    order = list(range(len(q.choices)))
+    random.Random(seed).shuffle(order)
+    return order
+
+
 @dataclass
 class QuizState:
-    """What a test drives: pick ``radios[i].index`` then ``buttons[i].click()``, read
-    ``feedback[i].value``."""
+    """What a test drives: pick ``radios[i].value`` (a choice's index in the file; the radio
+    shows them in ``orders[i]``) then ``buttons[i].click()``, read ``feedback[i].value``."""
 
     radios: list[W.RadioButtons]
     buttons: list[W.Button]
     feedback: list[W.HTML]
+    orders: list[list[int]]
 
 
 def quiz(lesson: str, bureau: Bureau | None = None) -> W.VBox:
     """The lesson's quiz as one widget; ``widget.state`` is its :class:`QuizState`."""
     qs = questions().get(str(lesson), ())
-    where = _data_dir(bureau)
-    radios, buttons, feedback, rows = [], [], [], []
+    where, learner = _data_dir(bureau), learner_key(bureau)
+    radios, buttons, feedback, rows, orders = [], [], [], [], []
     for n, q in enumerate(qs, start=1):
-        radio = W.RadioButtons(options=[(c.text, i) for i, c in enumerate(q.choices)],
+        order = choice_order(q, learner)
+        orders.append(order)
+        radio = W.RadioButtons(options=[(q.choices[i].text, i) for i in order],
                                index=None, layout=W.Layout(width="auto"))
         button = W.Button(description="Check", button_style="info")
         out = W.HTML("")
 
         def on_click(_: Any, q: Question = q, radio: W.RadioButtons = radio,
                      out: W.HTML = out) -> None:
-            if radio.index is None:
+            if radio.value is None:
                 out.value = "<i>Pick an answer first.</i>"
                 return
-            ok, why = q.grade(radio.index)
+            ok, why = q.grade(radio.value)  # the choice itself, wherever it was shown
             mark = "✅ Right." if ok else "❌ Not quite."
             out.value = (f'<div class="bureau-quiz" data-ok="{str(ok).lower()}"><b>{mark}</b> '
                          f"{html.escape(why)}</div>")
             if where is not None:
-                progress.record(where, "quiz", q.id, ok, str(radio.index))
+                # The choice's text, not its position: positions differ between learners.
+                progress.record(where, "quiz", q.id, ok, q.choices[radio.value].text)
 
         button.on_click(on_click)
         radios.append(radio)
@@ -108,7 +133,7 @@ def quiz(lesson: str, bureau: Bureau | None = None) -> W.VBox:
         rows.append(W.VBox([W.HTML(f"<b>{n}. {html.escape(q.question)}</b>"), radio,
                             W.HBox([button, out])]))
     box = W.VBox([W.HTML(f"<h4>Check yourself: lesson {html.escape(str(lesson))}</h4>"), *rows])
-    box.state = QuizState(radios, buttons, feedback)  # type: ignore[attr-defined]
+    box.state = QuizState(radios, buttons, feedback, orders)  # type: ignore[attr-defined]
     return box
 
 
@@ -143,4 +168,36 @@ def last_prediction(item: str, bureau: Bureau) -> str | None:
     return None if mine.empty else str(mine["detail"].iloc[-1])
 
 
-__all__ = ["Choice", "Question", "QuizState", "last_prediction", "predict", "questions", "quiz"]
+@dataclass(frozen=True)
+class Reveal:
+    """A saved prediction beside what the run produced. Plain HTML and text (no widget), so it
+    reads the same in the lab, under papermill and on the site."""
+
+    item: str
+    predicted: str | None
+    this_run: str | None
+
+    def lines(self) -> tuple[str, str]:
+        said = (self.predicted if self.predicted is not None
+                else "(none saved: write it in the box above and press Save, then run this again)")
+        run = self.this_run if self.this_run is not None else "the output above"
+        return f"You predicted: {said}", f"This run:      {run}"
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines())
+
+    def _repr_html_(self) -> str:
+        mine, run = (html.escape(x.split(":", 1)[1].strip()) for x in self.lines())
+        return (f'<div class="bureau-reveal" data-item="{html.escape(self.item)}">'
+                f"<b>You predicted:</b> {mine}<br><b>This run:</b> {run}</div>")
+
+
+def reveal(item: str, bureau: Bureau | None, this_run: object = None) -> Reveal:
+    """The learner's latest prediction for ``item`` (saved with :func:`predict`) beside
+    ``this_run``, the value the run just produced (``None``: the output above)."""
+    predicted = None if bureau is None else last_prediction(item, bureau)
+    return Reveal(item, predicted, None if this_run is None else str(this_run))
+
+
+__all__ = ["Choice", "Question", "QuizState", "Reveal", "choice_order", "last_prediction",
+           "learner_key", "predict", "questions", "quiz", "reveal"]

@@ -6,6 +6,7 @@ Each ``make_*()`` returns ``(widget, state)``: display the widget, drive or insp
 ``Output.append_stdout``.
 """
 
+from ..tables import show_whole_text
 from .attacks import attacks_html, make_attack_report
 from .console import ConsoleState, make_console
 from .environment import Check, environment_checks, make_environment_report
@@ -13,6 +14,8 @@ from .exercises import EXERCISES, Verdict, check
 from .spaces import SpacesState, make_spaces, spaces_html
 from .stage import StageState, latest_case_id, make_stage, stage_html
 from .xray import XrayState, make_xray, xray_html
+
+show_whole_text()  # every lesson imports this package: its tables show their text whole
 
 __all__ = [
     "EXERCISES",

@@ -53,7 +53,8 @@ class Exercise:
     title: str
     solution: str
     """Python code that solves the exercise in the lesson's namespace (``case``, ``cast``,
-    ``bureau``, and ``informant``, ``detective``, ``suspect`` from ``cast.story_roles()``). It
+    ``bureau``, and ``informant``, ``detective``, ``suspect`` from ``cast.story_roles()``; lesson
+    04 adds ``target``, the attack it picked). It
     quotes no role or card name, because the same solution is shown for every scenario a lesson
     runs with."""
     checker: Callable[[Case, Any], Verdict]
@@ -185,11 +186,11 @@ def _check_peek(case: Case, answer: Any) -> Verdict:
     if answer is None:
         return not_yet("Store the exception you caught in `caught`.")
     if not isinstance(answer, BaseException):
-        return not_yet("`caught` should hold the exception the suspect's handle's card(...) "
+        return not_yet("`caught` should hold the exception the attacker's handle's card(...) "
                        "raised.")
     if not isinstance(answer, UnknownCardError):
         return not_yet(f"You caught {type(answer).__name__}; read the card through the "
-                       "suspect's handle: case.agent(\"suspect\").card(card_id).")
+                       "attacker's handle: case.agent(target.attacker).card(card_id).")
     call = _refusing_handle(answer)
     if call is None:
         return not_yet("That UnknownCardError did not come from an agent handle's card(...): "
@@ -200,7 +201,7 @@ def _check_peek(case: Case, answer: Any) -> Verdict:
                   if any(c.id == card_id for c in cards)), None)
     if owner is None:
         return not_yet(f"No card of this case has the id {card_id!r}: any made-up id gets 'no "
-                       "such card'. Try the informant's real card: case.seed_card(\"safe-code\").id.")
+                       "such card'. Try the target's real card: target.card.id.")
     if owner in (role, BOARD):
         return not_yet(f"The {role} may read that card; try another role's private card.")
     return passed(
@@ -274,7 +275,7 @@ EXERCISES: dict[str, Exercise] = {
             "04-peek",
             "Peek at another role's card",
             "try:\n"
-            "    case.agent(\"suspect\").card(case.seed_card(\"safe-code\").id)\n"
+            "    case.agent(target.attacker).card(target.card.id)  # the owner's real card\n"
             "except BureauError as exc:\n"
             "    caught = exc",
             _check_peek,

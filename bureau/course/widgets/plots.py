@@ -1,6 +1,6 @@
 """Figures for the lessons: labelled axes and a title that states what the data shows.
 
-Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (it renders itself as
+Each function returns a :class:`bureau.figures.CourseFigure` built without pyplot (it renders itself as
 PNG), so a notebook shows it exactly once, as the cell's value, and tests can inspect it without a
 display.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ...embedding import Encoder
-from ...figures import LessonFigure
+from ...figures import CourseFigure, new_figure
 from ...model import BOARD, RetrievalTrace
 from ...service import Case
 from ..attacks import AttackResult
@@ -22,8 +22,12 @@ from ..attacks import AttackResult
 BLUE, GREY, GREEN, RED, AMBER = "#2563eb", "#9ca3af", "#059669", "#dc2626", "#d97706"
 
 
+LessonFigure = CourseFigure
+"""The course's one figure type (:mod:`bureau.figures`), under the name this module had for it."""
+
+
 def _fig(width: float = 7.0, height: float = 3.2) -> tuple[Figure, Any]:
-    fig = LessonFigure(figsize=(width, height), layout="constrained")
+    fig = new_figure(width, height)
     return fig, fig.add_subplot()
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...errors import InvalidArgumentError
-from ...figures import LessonFigure
+from ...figures import new_figure
 from ...quotas import lifted
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class LabReport:
         """Success rate per injection, bureau vs naive, with the published rates as lines."""
         data = self.by_injection()
         ids = list(dict.fromkeys(data["injection"]))
-        fig = LessonFigure(figsize=(8.5, 3.8), layout="constrained")
+        fig = new_figure(8.5, 3.8)
         ax = fig.add_subplot()
         systems = [("naive", "#dc2626", "shared pool"), ("bureau", "#059669", "bureau"),
                    ("bureau-tools", "#2563eb", "bureau, tool-calling agent")]

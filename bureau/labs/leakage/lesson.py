@@ -112,7 +112,8 @@ def load_second_benchmark(limit: int | None = None,
 
 
 def scenario_cards(scenario: Any) -> pd.DataFrame:
-    """The cards a MAGPIE scenario becomes: one row per item, with its role and label."""
+    """The cards a MAGPIE scenario becomes: one row per item, with its role and label, each
+    card's text whole (the lesson reads what is private in it)."""
     roles = role_names(scenario)
     bureau_scenario = to_bureau_scenario(scenario)
     rows = []
@@ -124,7 +125,7 @@ def scenario_cards(scenario: Any) -> pd.DataFrame:
                 "role": roles[item.agent],
                 "kind": memory.kind,
                 "topic": memory.topic,
-                "card": text if len(text) <= 90 else text[:89] + "…",
+                "card": text,
                 "safe abstraction": item.abstraction or "",
             }
         )

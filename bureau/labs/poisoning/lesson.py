@@ -31,8 +31,6 @@ LESSON_COLUMNS = {
     "trigger_success_of": "trigger questions",
     "trigger_success": "trigger retrieval success",
     "twin_impact_count": "twin hits (no trigger)",
-    "benign_impact": "benign impact",
-    "displaced_share_count": "displaced clean hits",
     "hijack_evidence_undefended_count": "answers hijacked, evidence, no in-run defence",
     "hijack_evidence_defended_count": "… with it",
     "hijack_gullible_undefended_count": "gullible stand-in, no defence",
@@ -67,7 +65,8 @@ def poisoning_table(bureau: Bureau, limit: int = 1, k: int = 5, **kwargs: object
 
 
 def short_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns a reader needs, renamed in words."""
+    """The columns the lesson's text reads, renamed in words (benign impact and displaced clean
+    hits, which no sentence of the lesson explains, stay in the full lab's report)."""
     return table[list(LESSON_COLUMNS)].rename(columns=LESSON_COLUMNS)
 
 

@@ -22,9 +22,9 @@ VOICE_COLORS = {"evidence": "#2c3e50", "obedient": "#2980b9", "gullible": "#c039
 
 
 def _figure(width: float, height: float) -> Figure:
-    from matplotlib.figure import Figure
+    from bureau.figures import new_figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return new_figure(width, height)
 
 
 def _rows(summary: pd.DataFrame, attack: str) -> pd.DataFrame:

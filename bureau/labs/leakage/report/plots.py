@@ -32,10 +32,10 @@ COLORS = {
 
 
 def _figure(width: float, height: float, layout: str | None = None) -> Figure:
-    from matplotlib.figure import Figure
+    from bureau.figures import new_figure
 
-    # No pyplot: no global state, works headless; notebooks display a Figure like any other.
-    return Figure(figsize=(width, height), layout=layout)
+    # No pyplot: no global state, works headless; renders as PNG in any notebook.
+    return new_figure(width, height, layout)
 
 
 MARKERS = {"a_shared_pool_with_own": "v", "a_shared_pool_others": "o", "b_bureau_closed": "s",
