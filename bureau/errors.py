@@ -174,6 +174,12 @@ class AuditKeyError(ConfigurationError):
             "from a backup, or make it owner-only with `chmod 600`.")
 
 
+class ForgetRefusedError(BureauError):
+    """An agent asked to forget a card that is not one of its own notes."""
+
+    hint = "Only the operator (``case.forget``) forgets whispers, board cards and scope values."
+
+
 class SealKeysLostError(ConfigurationError):
     """The sealing key store (``seal.keys``) is missing or damaged while sealed cards remain."""
 

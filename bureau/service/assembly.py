@@ -56,7 +56,11 @@ def build_encoder(settings: Settings) -> Encoder:
 
 
 def build_gateway(settings: Settings) -> MemoryGateway:
-    return MemoryGateway.open(settings, build_encoder(settings))
+    from . import faults
+
+    gateway = MemoryGateway.open(settings, build_encoder(settings))
+    gateway.on_step = faults.hit  # forgetting's crash points (issue 31)
+    return gateway
 
 
 def build_ledger(settings: Settings) -> BaseLedger:

@@ -22,7 +22,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -95,6 +95,8 @@ class MemoryGateway:
         self.sealer = Sealer(settings.seal_keys_path)
         """Opens sealed rows whatever ``settings.seal`` says (it decides how new rows are
         written), and destroys keys on every delete."""
+        self.on_step: Callable[[str], None] = lambda point: None
+        """Called at named steps (the service points it at its fault injection)."""
 
     def _sealing(self, owner: str) -> bool:
         # Tombstones hold ids and owners, never text; in clear, a revocation outlives even the
@@ -115,7 +117,33 @@ class MemoryGateway:
     def open(cls, settings: Settings, encoder: Encoder) -> MemoryGateway:
         """The gateway over this process's store (opened now, or the one already open)."""
         memory, encoder = open_store(settings, encoder)
-        return cls(settings, memory, encoder)
+        gateway = cls(settings, memory, encoder)
+        gateway.check_seal_keys()
+        return gateway
+
+    def check_seal_keys(self) -> None:
+        """Refuse to go on when the store holds sealed cards but the key store is gone: a
+        fresh key store made now would quietly turn every old card into noise.
+        (``SealKeysLostError`` names the folder and what is lost.)"""
+        if self.sealer.keys.exists():
+            return
+        from sqlalchemy import text
+
+        engine = sql_engine(self.memory)
+        if engine is None:
+            return
+        vs = self.memory.storage.vector_store
+        with LOCK, engine.connect() as conn:
+            try:
+                found = conn.execute(text(
+                    f"SELECT 1 FROM `{vs.collection_name}` WHERE `{vs.text_field}` LIKE "
+                    "'sealed:1:%' LIMIT 1")).fetchall()
+            except Exception as exc:  # noqa: BLE001 - no card table yet: nothing sealed
+                if "doesn't exist" in str(exc) or "not exist" in str(exc):
+                    return
+                raise
+        if found:
+            raise self.sealer.keys.lost("the store holds sealed cards, the key store does not")
 
     # -- writes ------------------------------------------------------------------------------
     def add(
@@ -262,6 +290,7 @@ class MemoryGateway:
                 self.sealer.forget(uid, owner, [card_id])  # a key whose row is already gone
                 return False
             self.sealer.forget(uid, owner, [card_id])
+            self.on_step("forget.after_key_destroyed")
             return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
 
     def delete_or_gone(self, case: CaseSpace, owner: str, card_id: str) -> bool:
