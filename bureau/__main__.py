@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
 
     classroom_arguments(sub.add_parser(
         "classroom", help="a classroom on one server: start, add/reset/remove learners, loadtest"))
+    forg = sub.add_parser("forgetting", help="forgetting lab: what is left on disk after the "
+                          "bureau forgets, sealed vs unsealed")
+    forg.add_argument("--out", type=Path, default=Path("forgetting-results"),
+                      help="folder for forgetting.json, .csv, .md and .png")
+    forg.add_argument("--per-op", type=int, default=10, help="canaries per operation")
+    forg.add_argument("--keep", action="store_true", help="keep the two data directories")
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -89,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
 
             print(run_cli(args.scenarios, args.temperament, args.targets, args.out, args.data_dir,
                           external=not args.own_only))
+        elif args.command == "forgetting":
+            from .forgetting.lab import format_table as forgetting_table
+            from .forgetting.lab import run_lab
+
+            print(forgetting_table(run_lab(args.out, args.per_op, keep=args.keep)))
+            print(f"(also written to {args.out}/forgetting.json, .csv, .md and .png)")
         elif args.command == "demo":
             from .course.demo import run_demo
 

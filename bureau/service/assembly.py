@@ -144,5 +144,7 @@ def reconfigure(parts: Parts, new: Settings) -> list[str]:
         parts.responder = build_responder(new)
     if "mediation_policy" in diff:
         parts.mediator = build_mediator(new)
+    if "seal" in diff:  # how new cards are written; sealed ones are opened either way
+        parts.gateway.settings = parts.gateway.settings.with_(seal=new.seal)
     parts.settings = new
     return diff
