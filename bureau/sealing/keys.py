@@ -167,7 +167,21 @@ class KeyStore:
                     nonce + aead.encrypt(nonce, dk, _wrap_ad(cid))).decode("ascii")
                 fresh[cid] = dk
             self._write_scope(namespace, scope, key, wrapped)
+            opened = {**(found.opened if found is not None else {}), **fresh}
+            self._remember(namespace, scope, key, wrapped, opened)
         return key, fresh
+
+    def _remember(self, namespace: str, scope: str, key: bytes, wrapped: dict[str, str],
+                  opened: dict[str, bytes]) -> None:
+        """Cache what this process just wrote under the file's new signature (a large scope is
+        not re-read and re-unwrapped after each card it adds)."""
+        try:
+            st = os.stat(self.scope_path(namespace, scope))
+        except FileNotFoundError:
+            return
+        with self._lock:
+            self._cache[(namespace, scope)] = _Scope(
+                (st.st_ino, st.st_mtime_ns, st.st_size), key, wrapped, opened)
 
     def forget_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> int:
         """Destroy those cards' data keys (the scope's file rewritten without them; the file
@@ -182,6 +196,8 @@ class KeyStore:
                 return 0
             if wrapped:
                 self._write_scope(namespace, scope, found.key, wrapped)
+                self._remember(namespace, scope, found.key, wrapped,
+                               {c: k for c, k in found.opened.items() if c not in ids})
             else:
                 self._unlink(self.scope_path(namespace, scope))
             return gone
@@ -221,12 +237,13 @@ class KeyStore:
     # -- the file operations -------------------------------------------------------------------
     @contextlib.contextmanager
     def _writing(self, namespace: str, scope: str) -> Iterator[_Scope | None]:
-        with self._locked():
-            with self._lock:
-                self._cache.pop((namespace, scope), None)
-            yield self._load(namespace, scope)
-            with self._lock:
-                self._cache.pop((namespace, scope), None)
+        with self._locked():  # the file's signature tells whether the cache is still current
+            try:
+                yield self._load(namespace, scope)
+            except BaseException:
+                with self._lock:
+                    self._cache.pop((namespace, scope), None)
+                raise
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
