@@ -58,7 +58,8 @@ FLOORS: tuple[Floor, ...] = (
            "bureau.classroom.connection")),
     Floor(1, "domain rules without storage",
           ("bureau.embedding", "bureau.scenario", "bureau.scopes", "bureau.tiers",
-           "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders")),
+           "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders",
+           "bureau.sealing")),
     Floor(2, "storage (PowerMem + seekdb) and the ledger", ("bureau.storage", "bureau.ledger"),
           inner=True),
     Floor(3, "service: Bureau, Case, the agent handles and the rooms; the classroom's tenants "
@@ -67,6 +68,7 @@ FLOORS: tuple[Floor, ...] = (
           inner=True),
     Floor(4, "labs, course, bench, CLI, and the package's front door",
           ("bureau.course", "bureau.leakage", "bureau.poisoning", "bureau.bench",
+           "bureau.forgetting",
            "bureau.peers", "bureau.mcp_server", "bureau.__main__", "bureau")),
 )
 """The layer order, lowest first. A module may import its own floor and the floors below; only
