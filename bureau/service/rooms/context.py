@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_SHREDDED: set[tuple[str, str]] = set()
+"""(namespace, card id) of dead cards this process has already erased: every case object of
+the process shares it, so reattaching to a case does not erase its dead cards again."""
+
 Dead = dict[str, tuple[str, str]]
 """Revoked or expired cards of a case: ``{card_id: (owner, "revoked" | "expired")}``."""
 EventItems = list[tuple[str, dict[str, Any]]]
@@ -59,8 +63,7 @@ class CaseContext:
     notify: Callable[[list[Event]], list[Event]]
     """Notify listeners of events a ledger transaction already recorded."""
     meter: QuotaMeter = field(default_factory=QuotaMeter)
-    shredded: set[str] = field(default_factory=set)
-    """Expired cards this process has already erased (their keys destroyed, rows deleted)."""
+
     """This case's per-principal rate windows (in this process; see :mod:`bureau.quotas`)."""
 
     def quotas(self) -> Quotas:
@@ -94,11 +97,11 @@ class CaseContext:
         else erases when they fall due. Read paths drop these cards anyway; a failure is retried
         on the next read."""
         due = [(cid, owner) for cid, (owner, _) in dead.items()
-               if owner and cid not in self.shredded]
+               if owner and (space.store_id, cid) not in _SHREDDED]
         for cid, owner in due:
             try:
                 if self.gateway.delete_or_gone(space, owner, cid):
-                    self.shredded.add(cid)
+                    _SHREDDED.add((space.store_id, cid))
             except Exception:  # noqa: BLE001 - retried on the next read
                 log.warning("could not erase dead card %s yet", cid)
 
