@@ -186,6 +186,8 @@ class KeyStore:
     def forget_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> int:
         """Destroy those cards' data keys (the scope's file rewritten without them; the file
         and so the scope key and its rotation go when no card is left). Returns how many."""
+        if not self.exists():  # nothing was ever sealed here: make no key store for a delete
+            return 0
         ids = set(card_ids)
         with self._writing(namespace, scope) as found:
             if found is None:
@@ -204,6 +206,8 @@ class KeyStore:
 
     def forget_scope(self, namespace: str, scope: str) -> bool:
         """Destroy a scope's key and every data key it wraps (its file unlinked)."""
+        if not self.exists():  # nothing was ever sealed here: make no key store for a delete
+            return False
         with self._writing(namespace, scope) as found:
             if found is None:
                 return False
@@ -212,6 +216,8 @@ class KeyStore:
 
     def forget_namespace(self, namespace: str) -> int:
         """Destroy every scope key of a case namespace (its folder removed); how many files."""
+        if not self.exists():  # nothing was ever sealed here: make no key store for a delete
+            return 0
         folder = self.root / _name(namespace)
         with self._locked():
             if not folder.is_dir():
