@@ -174,6 +174,21 @@ class AuditKeyError(ConfigurationError):
             "from a backup, or make it owner-only with `chmod 600`.")
 
 
+class ForgetRefusedError(BureauError):
+    """An agent asked to forget a card that is not one of its own notes."""
+
+    hint = "Only the operator (``case.forget``) forgets whispers, board cards and scope values."
+
+
+class SealKeysLostError(ConfigurationError):
+    """The sealing key store (``seal.keys``) is missing or damaged while sealed cards remain."""
+
+    hint = ("Restore the folder from a backup (copy it with the data directory, or keep a copy "
+            "apart: whoever holds it and the database can read every card). Without it the "
+            "sealed cards cannot be read again; `python -m bureau repair --purge-unknown` or "
+            "deleting the case removes them.")
+
+
 # -- trust tiers (issue 14) -------------------------------------------------------------------
 class UnknownTierError(InvalidArgumentError):
     """A tier name that is not ephemeral, session or long-term (or not allowed there)."""

@@ -289,6 +289,12 @@ class Settings:
     quotas: Quotas = field(default_factory=Quotas)
     """Per-principal limits (consults and audit entries per minute, scope writes, run tool
     output, inbox length): see :mod:`bureau.quotas`."""
+    seal: bool = True
+    """Seal what is stored (:mod:`bureau.sealing`): every card text is encrypted under a key of
+    its own (kept in ``seal.keys`` beside the audit key, never in the database) and every vector
+    turned by its scope's secret rotation; forgetting a card destroys its key. ``False``
+    (``BUREAU_SEAL=0``): texts and vectors are stored as they are (the forgetting lab's
+    baseline)."""
 
     def __post_init__(self) -> None:
         """Refuse anything that cannot work *before* a store, a file or a socket is opened."""
@@ -313,6 +319,7 @@ class Settings:
         _set(self, "search_limit", check_limit(self.search_limit, "search_limit",
                                                ConfigurationError))
         _flag(self.query_per_scope, "query_per_scope")
+        _flag(self.seal, "seal")
         _choice(self.responder, RESPONDERS, "responder")
         if self.llm is not None and not isinstance(self.llm, LLMSettings):
             raise ConfigurationError(f"llm must be an LLMSettings or None, not {self.llm!r}.")
@@ -394,6 +401,10 @@ class Settings:
                                               "BUREAU_OPEN_TIMEOUT")
         if v := os.environ.get("BUREAU_QUOTAS"):
             env["quotas"] = Quotas.parse(v)
+        if v := os.environ.get("BUREAU_SEAL"):
+            if v.strip().lower() not in ("0", "1", "true", "false", "on", "off"):
+                raise ConfigurationError(f"BUREAU_SEAL={v!r} is not 1/0, true/false or on/off.")
+            env["seal"] = v.strip().lower() in ("1", "true", "on")
         env.update(overrides)
         return cls(**env)  # type: ignore[arg-type]
 
@@ -408,6 +419,11 @@ class Settings:
     @property
     def audit_key_path(self) -> Path:
         return self.audit_key if self.audit_key is not None else self.data_dir / "audit.key"
+
+    @property
+    def seal_keys_path(self) -> Path:
+        """The sealing key store (a folder beside the audit key; never in the database)."""
+        return self.audit_key_path.with_name("seal.keys")
 
     @property
     def seekdb_path(self) -> Path:

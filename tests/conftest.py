@@ -51,7 +51,7 @@ AREAS = {
     "poisoning": r"test_(poisoning|lesson_08)",
     "injection": r"test_(injection_lab|standin_model|llm_responder|xray_payload)",
     "isolation": r"test_(isolation|side_channels|identities|outward_views|bad_input)",
-    "lifecycle": r"test_(lifecycle|persistence|store_ledger_agreement|footprint)",
+    "lifecycle": r"test_(lifecycle|persistence|store_ledger_agreement|footprint|sealing)",
     "ledger": r"test_(ledger|store_ledger_agreement)",
     "scenario": r"test_(scenario\w*|cast)",
     "notebooks": r"test_(notebooks|nbtool|widgets|lesson_\w+|cast|sitebuild|closing|quiz)",

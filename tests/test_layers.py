@@ -58,7 +58,8 @@ FLOORS: tuple[Floor, ...] = (
            "bureau.tenancy")),
     Floor(1, "domain rules without storage",
           ("bureau.embedding", "bureau.scenario", "bureau.scopes", "bureau.tiers",
-           "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders")),
+           "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders",
+           "bureau.sealing")),
     Floor(2, "storage (PowerMem + seekdb) and the ledger", ("bureau.storage", "bureau.ledger"),
           inner=True),
     Floor(3, "service: Bureau, Case, the agent handles and the rooms; the classroom's tenants "

@@ -100,10 +100,12 @@ def test_cli_bench_prints_and_writes_machine_readable_figures(tmp_path):
             "sys.exit(main(['bench', '--sizes', '60', '--queries', '5', '--out', 'out']))")
     out = run_python(code, cwd=tmp_path, timeout=300)
     rows = json.loads((tmp_path / "out" / "bench.json").read_text())
-    assert [r["cards"] for r in rows] == [60]
-    for key in ("interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
-                "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms"):
-        assert rows[0][key] > 0, key
-    assert rows[0]["board_copies"] == rows[0]["published_sources"]
+    assert [(r["cards"], r["sealed"]) for r in rows] == [(60, True), (60, False)]
+    for row in rows:
+        for key in ("interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
+                    "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms"):
+            assert row[key] > 0, key
+        assert row["board_copies"] == row["published_sources"]
     assert "ratio_p50" in out.stdout and (tmp_path / "out" / "bench.csv").exists()
+    assert "sealed / unsealed" in out.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

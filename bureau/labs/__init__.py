@@ -45,6 +45,8 @@ LABS: tuple[Lab, ...] = (
         "memory-poisoning lab: poisoned tool output vs trust tiers, at retrieval"),
     Lab("peers", "bureau.labs.peers",
         "the same work through the bureau, mem0 and LangGraph's store"),
+    Lab("forgetting", "bureau.labs.forgetting",
+        "forgetting lab: what is left on disk after the bureau forgets, sealed vs unsealed"),
 )
 
 

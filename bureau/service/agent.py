@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import Principal
 from ..agents.tools import REQUESTER_TOOLS, ROLE_TOOLS, parse_call, schemas
-from ..errors import BureauError, InvalidArgumentError
+from ..errors import BureauError, ForgetRefusedError, InvalidArgumentError
 from ..mediation.mediator import Mediation
 from ..model import Answer, MemoryCard, RetrievalTrace
 
@@ -127,6 +127,18 @@ class Agent(Requester):
         """Write a note into this role's own private memory (provenance ``agent-note``)."""
         return self._writing.write(self.role, text, topic, kind, provenance="agent-note",
                                    event="memory.noted")
+
+    def forget(self, card_id: str) -> list[str]:
+        """Forget one of this role's own notes (written with :meth:`note`), with every copy
+        derived from it (:meth:`Case.forget`). A card it may read but did not note itself --
+        a whisper, a board card, a scope value -- is refused (``ForgetRefusedError``); one it
+        may not read gets the same ``UnknownCardError`` as any unknown id."""
+        card = self._reading.card(self.role, card_id)
+        if card.owner != self.role or card.provenance != "agent-note":
+            raise ForgetRefusedError(
+                f"Card {card.id} is not one of {self.role}'s own notes; an agent forgets only "
+                "what it noted itself.")
+        return self._disclosure.forget(card.id)
 
     def publish(self, card_id: str, ttl_s: float | None = None) -> MemoryCard:
         """Put a sourced copy of one of this role's own cards on the board."""

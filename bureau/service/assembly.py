@@ -56,7 +56,11 @@ def build_encoder(settings: Settings) -> Encoder:
 
 
 def build_gateway(settings: Settings) -> MemoryGateway:
-    return MemoryGateway.open(settings, build_encoder(settings))
+    from . import faults
+
+    gateway = MemoryGateway.open(settings, build_encoder(settings))
+    gateway.on_step = faults.hit  # forgetting's crash points (issue 31)
+    return gateway
 
 
 def build_ledger(settings: Settings) -> BaseLedger:
@@ -140,5 +144,7 @@ def reconfigure(parts: Parts, new: Settings) -> list[str]:
         parts.responder = build_responder(new)
     if "mediation_policy" in diff:
         parts.mediator = build_mediator(new)
+    if "seal" in diff:  # how new cards are written; sealed ones are opened either way
+        parts.gateway.settings = parts.gateway.settings.with_(seal=new.seal)
     parts.settings = new
     return diff

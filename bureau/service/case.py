@@ -209,6 +209,13 @@ class Case:
         ids revoked."""
         return self.disclosure.revoke(card_id, reason)
 
+    def forget(self, card_id: str) -> list[str]:
+        """Forget a card for good: revoked like :meth:`revoke` (with every board, promoted and
+        task-scope copy), and with sealing on (the default) its key and theirs destroyed, so no
+        copy the database's files keep -- redo log, old blocks, backups -- can be read again.
+        Returns the ids forgotten."""
+        return self.disclosure.forget(card_id)
+
     def expire(self, card_id: str, ttl_s: float) -> str:
         """Let a card and every copy derived from it expire ``ttl_s`` seconds from now;
         returns the expiry time (UTC, ISO)."""

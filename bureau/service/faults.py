@@ -21,6 +21,12 @@ POINTS = (
     "publish.during_compensation",
 )
 
+FORGET_POINTS = (
+    "forget.after_limits",  # the ledger says revoked; no card erased, no key destroyed yet
+    "forget.after_key_destroyed",  # one card's key destroyed; its row not deleted yet
+)
+"""Points inside forgetting (issue 31): ``kill`` there must leave nothing readable behind."""
+
 _armed: dict[str, str] = {}
 
 
@@ -32,8 +38,9 @@ def _from_env() -> None:
 
 
 def arm(point: str, action: str = "raise") -> None:
-    if point not in POINTS:
-        raise ValueError(f"Unknown fault point {point!r}; known: {', '.join(POINTS)}")
+    if point not in POINTS + FORGET_POINTS:
+        raise ValueError(f"Unknown fault point {point!r}; known: "
+                         f"{', '.join(POINTS + FORGET_POINTS)}")
     if action not in ("raise", "kill"):
         raise ValueError("action must be 'raise' or 'kill'")
     _armed[point] = action

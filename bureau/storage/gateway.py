@@ -9,7 +9,10 @@ accident:
 * every returned row is checked again against the scope that was asked for (a filter bug must
   surface as ``BoundaryViolation``, not as a quiet leak);
 * calls are serialised by the storage lock (PowerMem crashes the process under threads);
-* search is vector-only, one statement per retrieval, and each scope gets its own top-k.
+* search is vector-only, one statement per retrieval, and each scope gets its own top-k;
+* with ``Settings.seal`` (the default) every text is sealed before it leaves the process and
+  every vector turned by its scope's rotation (:mod:`bureau.sealing`); every delete destroys the
+  card's key *before* the row goes, so a crash in between leaves noise, never text.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -28,7 +31,9 @@ import numpy as np
 
 from ..embedding import Encoder
 from ..errors import BoundaryViolation, BureauError
+from ..mediation.derivation import TOMBSTONE_OWNER
 from ..model import CaseSpace, MemoryCard
+from ..sealing import Sealer
 from ..settings import Settings
 from ..tiers.provenance import read_labels
 from . import reconnect
@@ -94,12 +99,27 @@ class MemoryGateway:
         self._disk = settings.seekdb_path if settings.store == "embedded" else None
         """Where an embedded store's writes land (a server store's disk is not ours to watch)."""
 
+        self.sealer = Sealer(settings.seal_keys_path)
+        """Opens sealed rows whatever ``settings.seal`` says (it decides how new rows are
+        written), and destroys keys on every delete."""
+        self.on_step: Callable[[str], None] = lambda point: None
+        """Called at named steps (the service points it at its fault injection)."""
+
     def _retry(self, fn: Any, what: str, landed: Any = None) -> Any:
         """A server store's call survives one lost connection (:mod:`.reconnect`): a learner's
         KILL or a server restart costs a retry, not a failed cell. Embedded: just the call."""
         if not self._server:
             return fn()
         return reconnect.retry(fn, what, landed)
+
+    def _sealing(self, owner: str) -> bool:
+        # Tombstones hold ids and owners, never text; in clear, a revocation outlives even the
+        # loss of the key store (``repair --adopt`` reads them).
+        return self.settings.seal and owner != TOMBSTONE_OWNER
+
+    def _opened(self, uid: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows as the store returned them, opened; forgotten ones (key destroyed) left out."""
+        return self.sealer.open_rows(uid, rows)
 
     @property
     def sql_engine(self) -> Any:
@@ -111,7 +131,33 @@ class MemoryGateway:
     def open(cls, settings: Settings, encoder: Encoder) -> MemoryGateway:
         """The gateway over this process's store (opened now, or the one already open)."""
         memory, encoder = open_store(settings, encoder)
-        return cls(settings, memory, encoder)
+        gateway = cls(settings, memory, encoder)
+        gateway.check_seal_keys()
+        return gateway
+
+    def check_seal_keys(self) -> None:
+        """Refuse to go on when the store holds sealed cards but the key store is gone: a
+        fresh key store made now would quietly turn every old card into noise.
+        (``SealKeysLostError`` names the folder and what is lost.)"""
+        if self.sealer.keys.exists():
+            return
+        from sqlalchemy import text
+
+        engine = sql_engine(self.memory)
+        if engine is None:
+            return
+        vs = self.memory.storage.vector_store
+        with LOCK, engine.connect() as conn:
+            try:
+                found = conn.execute(text(
+                    f"SELECT 1 FROM `{vs.collection_name}` WHERE `{vs.text_field}` LIKE "
+                    "'sealed:1:%' LIMIT 1")).fetchall()
+            except Exception as exc:  # noqa: BLE001 - no card table yet: nothing sealed
+                if "doesn't exist" in str(exc) or "not exist" in str(exc):
+                    return
+                raise
+        if found:
+            raise self.sealer.keys.lost("the store holds sealed cards, the key store does not")
 
     # -- writes ------------------------------------------------------------------------------
     @contextmanager
@@ -139,6 +185,8 @@ class MemoryGateway:
         self, case: CaseSpace, owner: str, content: str, meta: dict[str, Any]
     ) -> MemoryCard:
         case_id, uid = _ids(case)
+        if self._sealing(owner):
+            return self._add_sealed(case, owner, [(content, meta)])[0]
         metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
         metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
 
@@ -175,6 +223,8 @@ class MemoryGateway:
         case_id, uid = _ids(case)
         if not items:
             return []
+        if self._sealing(owner):
+            return self._add_sealed(case, owner, items, batch)
         storage = self.memory.storage
         if not hasattr(storage, "_collection_created"):  # PowerMem creates the table lazily
             return [self.add(case, owner, items[0][0], items[0][1]),
@@ -219,12 +269,87 @@ class MemoryGateway:
             ]
         return cards
 
+    def _add_sealed(
+        self, case: CaseSpace, owner: str, items: Sequence[tuple[str, dict[str, Any]]],
+        batch: int = 256,
+    ) -> list[MemoryCard]:
+        """Write cards sealed: ids drawn first (the ciphertext is bound to its card id), keys
+        made durable, then text, full-text copy and labels that carry text sealed, the vector
+        turned by the scope's rotation, and the rows inserted exactly as PowerMem's
+        ``insert`` writes them (same record builder, same ``REPLACE``)."""
+        from powermem.utils.utils import (
+            generate_snowflake_id,
+            get_current_datetime,
+            serialize_datetime,
+        )
+        from pyobvector.schema import ReplaceStmt
+
+        case_id, uid = _ids(case)
+        storage = self.memory.storage
+        vs = storage.vector_store
+        with LOCK:
+            if not hasattr(storage, "_collection_created"):  # PowerMem creates it lazily
+                vs.create_col(vs.collection_name, vector_size=self.encoder.dims,
+                              distance="cosine")
+                storage._collection_created = True
+        vectors = self.encoder.embed([text for text, _ in items])
+        cards: list[MemoryCard] = []
+        for start in range(0, len(items), batch):
+            chunk = items[start : start + batch]
+            now = serialize_datetime(get_current_datetime())
+            with LOCK:
+                ids = [str(generate_snowflake_id()) for _ in chunk]
+            metas = []
+            for _, meta in chunk:
+                metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
+                metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
+                metas.append(metadata)
+            with self._writing():  # the key store is on the same disk: refuse before it
+                scope_key, sealed = self.sealer.seal(
+                    uid, owner, [(i, text, m) for i, (text, _), m in zip(ids, chunk, metas,
+                                                                           strict=True)])
+            turned = self.sealer.rotate(scope_key, vectors[start : start + len(chunk)])
+            records = []
+            for i, (body, smeta), vec in zip(ids, sealed, turned, strict=True):
+                record = vs._build_record_for_insert(vec.tolist(), {
+                    "data": body, "user_id": uid, "agent_id": owner, "run_id": "",
+                    "actor_id": "", "hash": hashlib.md5(body.encode("ascii")).hexdigest(),
+                    "created_at": now, "updated_at": now, "category": "",
+                    "fulltext_content": body, "metadata": smeta,
+                })
+                record[vs.primary_field] = int(i)
+                records.append(record)
+
+            def insert(records: list[dict[str, Any]] = records) -> None:
+                # REPLACE keyed by the ids drawn above: running it again cannot add a card
+                with self._writing(), LOCK, vs.obvector.engine.connect() as conn, conn.begin():
+                    conn.execute(ReplaceStmt(vs.table).values(records))
+
+            self._retry(insert, "writing cards")
+            cards += [
+                self._card({"id": i, "memory": text, "user_id": uid, "agent_id": owner,
+                            "metadata": m}, case_id)
+                for i, (text, _), m in zip(ids, chunk, metas, strict=True)
+            ]
+        return cards
+
     def delete(self, case: CaseSpace, owner: str, card_id: str) -> bool:
-        """Delete one card, but only if it belongs to this case and owner (False: not there)."""
+        """Delete one card, but only if it belongs to this case and owner (False: not there).
+
+        Its key is destroyed first (crypto-shredding): from that moment every copy of its
+        ciphertext -- this row, the store's redo log and old blocks -- is noise, even if the
+        process dies before the row is deleted (the row is then unreadable and deleted later).
+        """
         _, uid = _ids(case)
+        if type(card_id) is not str or not card_id.isascii() or not card_id.isdigit():
+            return False
         with self._writing(guard=False), LOCK:
-            if self.get(case, owner, card_id) is None:
+            row = self.memory.get(int(card_id), user_id=uid, agent_id=owner)
+            if row is None or row.get("user_id") != uid or row.get("agent_id") != owner:
+                self.sealer.forget(uid, owner, [card_id])  # a key whose row is already gone
                 return False
+            self.sealer.forget(uid, owner, [card_id])
+            self.on_step("forget.after_key_destroyed")
             return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
 
     def delete_or_gone(self, case: CaseSpace, owner: str, card_id: str) -> bool:
@@ -247,6 +372,7 @@ class MemoryGateway:
     def _purge_space(self, uid: str, max_rounds: int) -> int:
         deleted = 0
         with self._writing(guard=False), LOCK:
+            self.sealer.forget_namespace(uid)  # every key of the namespace first
             for _ in range(max_rounds):
                 rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
                 if not rows:
@@ -266,6 +392,7 @@ class MemoryGateway:
         _, uid = _ids(case)
         deleted = 0
         with self._writing(guard=False), LOCK:
+            self.sealer.forget_scope(uid, owner)  # the scope's keys first
             for _ in range(max_rounds):
                 rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
                                            offset=0)["results"]
@@ -307,15 +434,17 @@ class MemoryGateway:
         """Vector search in one owner's space of one case; returns (cards with scores, ms)."""
         case_id, uid = _ids(case)
         start = time.perf_counter()
+        turned = self.sealer.query(uid, owner, vector)
 
         def search() -> Any:
             with LOCK:
                 return self.memory.storage.search_memories(
-                    query_embedding=vector.tolist(), user_id=uid, agent_id=owner, limit=limit)
+                    query_embedding=turned.tolist(), user_id=uid, agent_id=owner, limit=limit)
 
         rows = self._retry(search, "searching")
+        rows = self._opened(uid, [_check_row(row, uid, owner, "search") for row in rows])
         ms = (time.perf_counter() - start) * 1000
-        return [self._scored(_check_row(row, uid, owner, "search"), case_id) for row in rows], ms
+        return [self._scored(row, case_id) for row in rows], ms
 
     def search_scopes(
         self, case: CaseSpace, owners: Sequence[str], vector: np.ndarray, limit_per_scope: int
@@ -346,15 +475,18 @@ class MemoryGateway:
         cols = [vs.text_field, vs.metadata_field, vs.primary_field, "user_id", "agent_id",
                 "created_at"]
         # The vector literal exactly as pyobvector writes it (str of each float32), so distances
-        # are identical.
-        lit = "[" + ",".join(map(str, np.asarray(vector, dtype=np.float64).astype(np.float32)))\
-            + "]"
+        # are identical; each scope's query turned by that scope's rotation (sealed scopes).
+        def lit(owner: str) -> str:
+            turned = self.sealer.query(uid, owner, vector)
+            return "[" + ",".join(
+                map(str, np.asarray(turned, dtype=np.float64).astype(np.float32))) + "]"
         inner = ", ".join(f"`{c}`" for c in cols)
         # The (case, role) index, named: unhinted, seekdb scans the whole case's rows, and a
         # role's search time (in its X-ray) grew with the cards other roles hold.
         hint = f"/*+ INDEX(`{vs.collection_name}` `{scope_index(vs.collection_name)}`) */"
         parts = [
-            f"(SELECT {hint} {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
+            f"(SELECT {hint} {inner}, cosine_distance(`{vs.vector_field}`, '{lit(owner)}')"
+            " AS _dist"
             f" FROM `{vs.collection_name}` WHERE `user_id` = {_sql_name(uid)}"
             f" AND `agent_id` = {_sql_name(owner)}"
             f" ORDER BY `_dist` APPROXIMATE LIMIT {k})"
@@ -379,20 +511,22 @@ class MemoryGateway:
         rows = self._retry(search, "searching")
         ms = (time.perf_counter() - start) * 1000
         out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
+        checked: list[dict[str, Any]] = []
         for content, meta, row_id, row_uid, owner, created, dist in rows:
             if row_id is None and owner is None and dist is None:  # the NULL row above
                 continue
             if owner not in out:
                 raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
                                         f"{row_uid}/{owner}.")
-            row = _check_row({
+            checked.append(_check_row({
                 "id": row_id, "memory": content, "user_id": row_uid, "agent_id": owner,
                 "metadata": json.loads(meta) if isinstance(meta, str | bytes) else (meta or {}),
                 "created_at": created,
                 # PowerMem's similarity for cosine distance d, so _scored reads both paths alike
-                "score": max(0.0, 1.0 - float(dist) / 2.0),
-            }, uid, owner, "search")
-            out[owner].append((float(dist), self._scored(row, case_id)))
+                "score": max(0.0, 1.0 - float(dist) / 2.0), "_dist": float(dist),
+            }, uid, owner, "search"))
+        for row in self._opened(uid, checked):
+            out[row["agent_id"]].append((row["_dist"], self._scored(row, case_id)))
         found = {o: [c for _, c in sorted(hits, key=lambda h: h[0])][:k] for o, hits in out.items()}
         return found, ms
 
@@ -423,7 +557,8 @@ class MemoryGateway:
         row = self._retry(read, "reading a card")
         if row is None or row.get("user_id") != uid or row.get("agent_id") != owner:
             return None
-        return self._card(row, case_id)
+        opened = self._opened(uid, [row])
+        return self._card(opened[0], case_id) if opened else None
 
     def list(
         self,
@@ -446,7 +581,8 @@ class MemoryGateway:
                     user_id=uid, agent_id=owner, filters=where or None, limit=page, offset=offset,
                     sort_by="id", order="asc",
                 )["results"]
-                out += [self._card(_check_row(row, uid, owner, "list"), case_id) for row in rows]
+                checked = [_check_row(row, uid, owner, "list") for row in rows]
+                out += [self._card(row, case_id) for row in self._opened(uid, checked)]
                 if len(rows) < page:
                     return out
                 offset += page

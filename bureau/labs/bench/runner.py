@@ -51,8 +51,9 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def bench_size(bureau: Bureau, n_cards: int, n_queries: int) -> dict[str, Any]:
-    case = bureau.load_scenario("safe-combination", case_id=f"bench-{n_cards}-{int(time.time())}")
+def bench_size(bureau: Bureau, n_cards: int, n_queries: int, tag: str = "") -> dict[str, Any]:
+    case = bureau.load_scenario("safe-combination",
+                                case_id=f"bench-{n_cards}{tag}-{int(time.time())}")
     gw = bureau.gateway
     texts = synthetic_cards(n_cards)
     start = time.perf_counter()
@@ -218,19 +219,27 @@ def footprint_fields(when: str, sizes: dict[str, int]) -> dict[str, float]:
 
 
 def run_bench(
-    sizes: list[int], n_queries: int, out: Path | None, data_dir: Path
+    sizes: list[int], n_queries: int, out: Path | None, data_dir: Path,
+    seals: tuple[bool, ...] = (True, False),
 ) -> list[dict[str, Any]]:
     """Bench every size on one store; each row also carries the data directory's footprint
     before the bench (a fresh store unless ``data_dir`` held one) and after that size, so a
-    store that grows with use shows in the figures (issue 9: a bounded footprint)."""
+    store that grows with use shows in the figures (issue 9: a bounded footprint).
+
+    ``seals``: each size once per setting of ``Settings.seal``, in its own case (issue 31 §4:
+    what sealing costs, sealed rows beside unsealed ones from the same store and run)."""
     bureau = Bureau.open(data_dir)
     before = footprint_fields("before", disk_footprint(data_dir))
     rows = []
     for n in sizes:
-        row = bench_size(bureau, n, n_queries)
-        row.update(before)
-        row.update(footprint_fields("after", disk_footprint(data_dir)))
-        rows.append(row)
+        for seal in seals:
+            bureau.settings = bureau.settings.with_(seal=seal)
+            row = {"sealed": seal,
+                   **bench_size(bureau, n, n_queries, tag="-sealed" if seal else "-plain")}
+            row.update(before)
+            row.update(footprint_fields("after", disk_footprint(data_dir)))
+            rows.append(row)
+    bureau.settings = bureau.settings.with_(seal=True)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench.json").write_text(json.dumps(rows, indent=2))
@@ -243,17 +252,28 @@ def run_bench(
 def format_table(rows: list[dict[str, Any]]) -> str:
     import pandas as pd
 
-    cols = ["cards", "interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
+    cols = ["cards", "sealed", "interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
             "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms",
             "publish_first_ratio", "publish_repeat_ratio", "unmediated_p50_ms",
             "mediated_p50_ms", "mediation_ratio_p50", "mediation_decisions_per_query"]
-    df = pd.DataFrame(rows)[cols]
-    return df.to_string(index=False) + "\n" + (
+    df = pd.DataFrame(rows)
+    cols = [c for c in cols if c in df.columns]
+    return df[cols].to_string(index=False) + "\n" + (
         f"targets: interrogation p50 <= 1.5x raw search; first publish <= 2x add; "
         f"repeat publish <= 0.5x add; mediated interrogation (50-rule policy) p50 <= 1.2x "
         f"unmediated  (median over {statistics.median([r['queries'] for r in rows]):.0f} "
         "queries per size)"
-    ) + format_footprint(rows)
+    ) + format_sealing(rows) + format_footprint(rows)
+
+
+def format_sealing(rows: list[dict[str, Any]]) -> str:
+    """Sealed over unsealed, per size: interrogation p50 and first-publish p50 (target <= 1.05)."""
+    by = {(r["cards"], r.get("sealed")): r for r in rows}
+    lines = [f"{n} cards: interrogation p50 x{by[(n, True)]['interrogate_p50_ms'] / by[(n, False)]['interrogate_p50_ms']:.2f}, "
+             f"first publish p50 x{by[(n, True)]['publish_first_p50_ms'] / by[(n, False)]['publish_first_p50_ms']:.2f}"
+             for n in dict.fromkeys(r["cards"] for r in rows)
+             if (n, True) in by and (n, False) in by]
+    return ("\n\nsealed / unsealed (target <= 1.05):\n" + "\n".join(lines)) if lines else ""
 
 
 def format_footprint(rows: list[dict[str, Any]]) -> str:

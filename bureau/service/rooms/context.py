@@ -9,6 +9,7 @@ its constructor was handed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
     from ...responders import Responder
     from ...settings import Settings
     from ...storage.gateway import MemoryGateway
+
+log = logging.getLogger(__name__)
+
+_SHREDDED: set[tuple[str, str]] = set()
+"""(namespace, card id) of dead cards this process has already erased: every case object of
+the process shares it, so reattaching to a case does not erase its dead cards again."""
 
 Dead = dict[str, tuple[str, str]]
 """Revoked or expired cards of a case: ``{card_id: (owner, "revoked" | "expired")}``."""
@@ -56,6 +63,7 @@ class CaseContext:
     notify: Callable[[list[Event]], list[Event]]
     """Notify listeners of events a ledger transaction already recorded."""
     meter: QuotaMeter = field(default_factory=QuotaMeter)
+
     """This case's per-principal rate windows (in this process; see :mod:`bureau.quotas`)."""
 
     def quotas(self) -> Quotas:
@@ -78,7 +86,24 @@ class CaseContext:
         record, dead = self.limits.case_view(self.case_id)
         if record is None or record.token != self.token:
             raise self.gone()
+        self.shred(record.space, dead)
         return record.space, dead
+
+    def shred(self, space: CaseSpace, dead: Dead) -> None:
+        """Erase every revoked card, and every card whose expiry fell due, that is still stored
+        (with sealing: its key destroyed first, so its text is noise on disk too); once per card
+        per process. A revocation erases its cards itself; this catches the ones a crash left
+        behind (killed between the ledger's limit and the erase) and expiries, which nothing
+        else erases when they fall due. Read paths drop these cards anyway; a failure is retried
+        on the next read."""
+        due = [(cid, owner) for cid, (owner, _) in dead.items()
+               if owner and (space.store_id, cid) not in _SHREDDED]
+        for cid, owner in due:
+            try:
+                if self.gateway.delete_or_gone(space, owner, cid):
+                    _SHREDDED.add((space.store_id, cid))
+            except Exception:  # noqa: BLE001 - retried on the next read
+                log.warning("could not erase dead card %s yet", cid)
 
     def gone(self) -> UnknownCaseError:
         return UnknownCaseError(f"Case {self.case_id} no longer exists (it was deleted).")

@@ -42,6 +42,7 @@ from ...mediation.policy import ACTIONS, Policy, closed_policy
 from ...model import BOARD, Answer, MemoryCard, RetrievalTrace
 from ...settings import check_limit, check_threshold
 from ...text import MAX_QUESTION_CHARS, card_id_text, clean_name, clean_text, short_repr
+from .. import faults
 from .context import CaseContext
 
 if TYPE_CHECKING:
@@ -257,10 +258,17 @@ class Disclosure:
             ctx.case_id, ctx.token, list(ids.items()), revoke=True, reason=reason,
             audit=[{"kind": "revocation", "card_id": i, "card_owner": o,
                     "action": "revoke", "reasons": [reason]} for i, o in ids.items()])
+        faults.hit("forget.after_limits")
         self._entomb(Tombstone("revoked", tuple(ids.items()), reason=reason))
         self._erase(ids)
         ctx.emit("card.revoked", {"card_ids": list(ids)})
         return list(ids)
+
+    def forget(self, card_id: object) -> list[str]:
+        """Forget a card: revoke it and every copy derived from it (reason ``forgotten``), and
+        with sealing (the default) destroy each one's key, so what the store's files still hold
+        of them is noise. Returns the ids forgotten."""
+        return self.revoke(card_id, reason="forgotten")
 
     def expire(self, card_id: object, ttl_s: object) -> str:
         """Let a card, and every copy derived from it, expire ``ttl_s`` seconds from now;

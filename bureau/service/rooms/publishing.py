@@ -61,7 +61,9 @@ class Publishing:
         return copy
 
     def recover(self) -> dict[str, int]:
-        """Finish or roll back interrupted publishes and retry scheduled cleanups."""
+        """Finish or roll back interrupted publishes and retry scheduled cleanups (and erase
+        revoked or expired cards a crash left stored: :meth:`CaseContext.shred`)."""
+        self._ctx.view()
         return self._publisher().recover()
 
     def pending_cleanups(self) -> int:

@@ -1,0 +1,301 @@
+"""The sealing key store: one small owner-only file per scope, outside the database.
+
+Layout (``Settings.seal_keys_path``, a folder ``seal.keys`` beside the audit key)::
+
+    seal.keys/MANIFEST                 marks the store (its absence with sealed rows = lost)
+    seal.keys/.lock                    writers take it (flock) across processes
+    seal.keys/<ns>/<scope>.key         one (case namespace, role/board/...) scope
+
+A scope file holds the scope key (32 random bytes; it also draws the scope's vector rotation)
+and, per card, that card's data key *wrapped* by the scope key (AES-GCM, bound to the card id).
+Forgetting a card rewrites its scope file without it; forgetting a scope or a whole namespace
+unlinks the files. Every rewrite is write-temp, fsync, rename, fsync the folder: no old copy
+of a destroyed key stays in the store (the old file's inode is released, never edited in
+place), and a crash leaves either the old or the new file, never half of one.
+
+The store is per data directory (in classroom mode: the learner's own, never the tenant), so
+whoever copies the data directory *with* this folder can open every live card; forgotten ones
+stay noise. Back it up with the data directory, or keep it apart from the database backups.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from ..errors import SealKeysLostError
+from .cipher import KEY_BYTES
+
+MANIFEST = "MANIFEST"
+_MANIFEST_TEXT = "bureau seal key store v1: one folder per case namespace, one file per scope\n"
+
+
+def _name(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:32]
+
+
+def _wrap_ad(card_id: str) -> bytes:
+    return b"bureau-seal-wrap\x1f" + card_id.encode("utf-8")
+
+
+@dataclass
+class _Scope:
+    sig: tuple[int, int, int]
+    key: bytes
+    wrapped: dict[str, str]
+    opened: dict[str, bytes] = field(default_factory=dict)
+
+
+class KeyStore:
+    """Scope keys and wrapped per-card data keys of one data directory (thread- and
+    process-safe; reads are cached until the scope's file changes)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._lock = threading.RLock()
+        self._cache: dict[tuple[str, str], _Scope] = {}
+
+    def __repr__(self) -> str:
+        return f"<KeyStore {self.root}>"
+
+    # -- paths -------------------------------------------------------------------------------
+    def scope_path(self, namespace: str, scope: str) -> Path:
+        return self.root / _name(namespace) / f"{_name(scope)}.key"
+
+    def exists(self) -> bool:
+        return (self.root / MANIFEST).is_file()
+
+    def _ensure(self) -> None:
+        if self.exists():
+            return
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        self._atomic_write(self.root / MANIFEST, _MANIFEST_TEXT.encode())
+
+    def lost(self, what: str) -> SealKeysLostError:
+        return SealKeysLostError(
+            f"The sealing key store {self.root} is missing or damaged ({what}): the text of "
+            "every sealed card it kept the key of cannot be read, by anyone.")
+
+    # -- reading -----------------------------------------------------------------------------
+    def scope_key(self, namespace: str, scope: str) -> bytes | None:
+        """The scope's key, or ``None`` when the scope has none (never sealed, or forgotten)."""
+        found = self._load(namespace, scope)
+        return None if found is None else found.key
+
+    def data_keys(self, namespace: str, scope: str, card_ids: Iterable[str]) -> dict[str, bytes]:
+        """The data keys of those cards that still have one (a forgotten card has none)."""
+        found = self._load(namespace, scope)
+        if found is None:
+            return {}
+        out: dict[str, bytes] = {}
+        aead = None
+        for cid in card_ids:
+            key = found.opened.get(cid)
+            if key is None and cid in found.wrapped:
+                aead = aead or AESGCM(found.key)
+                raw = base64.b64decode(found.wrapped[cid])
+                try:
+                    key = aead.decrypt(raw[:12], raw[12:], _wrap_ad(cid))
+                except InvalidTag:
+                    raise self.lost(f"the key of card {cid} does not unwrap") from None
+                found.opened[cid] = key
+            if key is not None:
+                out[cid] = key
+        return out
+
+    def _load(self, namespace: str, scope: str) -> _Scope | None:
+        path = self.scope_path(namespace, scope)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._cache.pop((namespace, scope), None)
+            return None
+        sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            cached = self._cache.get((namespace, scope))
+            if cached is not None and cached.sig == sig:
+                return cached
+            if os.name == "posix" and st.st_mode & 0o077:
+                raise SealKeysLostError(
+                    f"The sealing key file {path} is readable or writable by other users "
+                    f"(mode {stat.filemode(st.st_mode)}).",
+                    f"Make it owner-only: chmod -R go= {self.root}")
+            try:
+                data = json.loads(path.read_bytes())
+                key = bytes.fromhex(data["scope_key"])
+                wrapped = dict(data["cards"])
+            except FileNotFoundError:
+                return None
+            except (ValueError, KeyError, TypeError):
+                raise self.lost(f"{path} is not a key file") from None
+            if len(key) != KEY_BYTES:
+                raise self.lost(f"{path} holds a short scope key")
+            found = _Scope(sig, key, wrapped)
+            self._cache[(namespace, scope)] = found
+            return found
+
+    # -- writing -----------------------------------------------------------------------------
+    def new_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> tuple[
+            bytes, dict[str, bytes]]:
+        """Fresh data keys for new cards (and the scope key, made now if the scope has none);
+        durable (fsynced) before this returns, so no card is ever stored without its key."""
+        ids = list(card_ids)
+        with self._writing(namespace, scope) as found:
+            key = found.key if found is not None else secrets.token_bytes(KEY_BYTES)
+            wrapped = dict(found.wrapped) if found is not None else {}
+            aead = AESGCM(key)
+            fresh: dict[str, bytes] = {}
+            for cid in ids:
+                dk = secrets.token_bytes(KEY_BYTES)
+                nonce = os.urandom(12)
+                wrapped[cid] = base64.b64encode(
+                    nonce + aead.encrypt(nonce, dk, _wrap_ad(cid))).decode("ascii")
+                fresh[cid] = dk
+            self._write_scope(namespace, scope, key, wrapped)
+            opened = {**(found.opened if found is not None else {}), **fresh}
+            self._remember(namespace, scope, key, wrapped, opened)
+        return key, fresh
+
+    def _remember(self, namespace: str, scope: str, key: bytes, wrapped: dict[str, str],
+                  opened: dict[str, bytes]) -> None:
+        """Cache what this process just wrote under the file's new signature (a large scope is
+        not re-read and re-unwrapped after each card it adds)."""
+        try:
+            st = os.stat(self.scope_path(namespace, scope))
+        except FileNotFoundError:
+            return
+        with self._lock:
+            self._cache[(namespace, scope)] = _Scope(
+                (st.st_ino, st.st_mtime_ns, st.st_size), key, wrapped, opened)
+
+    def forget_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> int:
+        """Destroy those cards' data keys (the scope's file rewritten without them; the file
+        and so the scope key and its rotation go when no card is left). Returns how many."""
+        if not self.exists():  # nothing was ever sealed here: make no key store for a delete
+            return 0
+        ids = set(card_ids)
+        with self._writing(namespace, scope) as found:
+            if found is None:
+                return 0
+            wrapped = {c: w for c, w in found.wrapped.items() if c not in ids}
+            gone = len(found.wrapped) - len(wrapped)
+            if not gone:
+                return 0
+            if wrapped:
+                self._write_scope(namespace, scope, found.key, wrapped)
+                self._remember(namespace, scope, found.key, wrapped,
+                               {c: k for c, k in found.opened.items() if c not in ids})
+            else:
+                self._unlink(self.scope_path(namespace, scope))
+            return gone
+
+    def forget_scope(self, namespace: str, scope: str) -> bool:
+        """Destroy a scope's key and every data key it wraps (its file unlinked)."""
+        if not self.exists():  # nothing was ever sealed here: make no key store for a delete
+            return False
+        with self._writing(namespace, scope) as found:
+            if found is None:
+                return False
+            self._unlink(self.scope_path(namespace, scope))
+            return True
+
+    def forget_namespace(self, namespace: str) -> int:
+        """Destroy every scope key of a case namespace (its folder removed); how many files."""
+        if not self.exists():  # nothing was ever sealed here: make no key store for a delete
+            return 0
+        folder = self.root / _name(namespace)
+        with self._locked():
+            if not folder.is_dir():
+                return 0
+            n = sum(1 for _ in folder.glob("*.key"))
+            shutil.rmtree(folder)
+            self._fsync_dir(self.root)
+            with self._lock:
+                for k in [k for k in self._cache if k[0] == namespace]:
+                    del self._cache[k]
+            return n
+
+    def held(self) -> dict[str, int]:
+        """What the store holds now: scope files and wrapped card keys (the forgetting lab)."""
+        scopes = cards = 0
+        if self.root.is_dir():
+            for path in self.root.glob("*/*.key"):
+                scopes += 1
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    cards += len(json.loads(path.read_bytes())["cards"])
+        return {"scopes": scopes, "card_keys": cards}
+
+    # -- the file operations -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _writing(self, namespace: str, scope: str) -> Iterator[_Scope | None]:
+        with self._locked():  # the file's signature tells whether the cache is still current
+            try:
+                yield self._load(namespace, scope)
+            except BaseException:
+                with self._lock:
+                    self._cache.pop((namespace, scope), None)
+                raise
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock:
+            self._ensure()
+            fd = os.open(self.root / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def _write_scope(self, namespace: str, scope: str, key: bytes, wrapped: dict[str, str]) -> None:
+        path = self.scope_path(namespace, scope)
+        if not path.parent.is_dir():
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            self._fsync_dir(self.root)
+        body = json.dumps({"v": 1, "scope_key": key.hex(), "cards": wrapped},
+                          separators=(",", ":")).encode("ascii")
+        self._atomic_write(path, body)
+
+    def _atomic_write(self, path: Path, body: bytes) -> None:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(body)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        self._fsync_dir(path.parent)
+
+    def _unlink(self, path: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        self._fsync_dir(path.parent)
+
+    @staticmethod
+    def _fsync_dir(folder: Path) -> None:
+        with contextlib.suppress(OSError):
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

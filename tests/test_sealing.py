@@ -1,0 +1,313 @@
+"""Sealed memory (issue 31): card text sealed under per-card keys, forgetting that reaches the
+disk. Each test names the actor it holds against: someone with a copy of the data directory or
+the database's files (the observer of the disk), the database administrator, an agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import numpy as np
+import pytest
+from conftest import REPO
+from sqlalchemy import text
+
+from bureau.errors import ForgetRefusedError, SealKeysLostError, UnknownCardError
+from bureau.model import BOARD
+from bureau.sealing import KeyStore
+from bureau.sealing.cipher import row_ad, seal, unseal
+from bureau.sealing.keys import _name
+from bureau.sealing.rotation import rotate, rotation
+from bureau.service.faults import FORGET_POINTS
+from bureau.storage.gateway import MemoryGateway
+
+
+# -- the parts, without a store ----------------------------------------------------------------
+def test_a_sealed_text_opens_only_in_its_own_row():
+    """The administrator copies a sealed text into another scope, card or field: it does not
+    open there (the associated data binds it to its row)."""
+    key = os.urandom(32)
+    own = row_ad("case:a#1:0", "detective", "11", "content")
+    token = seal(key, "The vault code is 7-1-4.", own)
+    assert token.startswith("sealed:1:") and "vault" not in token
+    assert unseal(key, token, own) == "The vault code is 7-1-4."
+    for other in (row_ad("case:a#1:0", "suspect", "11", "content"),
+                  row_ad("case:b#1:0", "detective", "11", "content"),
+                  row_ad("case:a#1:0", "detective", "12", "content"),
+                  row_ad("case:a#1:0", "detective", "11", "meta")):
+        assert unseal(key, token, other) is None
+    assert unseal(os.urandom(32), token, own) is None
+
+
+def test_the_rotation_keeps_every_cosine_and_hides_the_vector():
+    """The index still ranks by cosine (kept to float32 rounding); the observer of the disk,
+    comparing a stored vector with the embedding of a guess, finds nothing without the key."""
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal((60, 384))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    key = b"k" * 32
+    q = rotation(key, 384)
+    assert np.allclose(q @ q.T, np.eye(384), atol=1e-9)
+    turned = rotate(key, v)
+    assert np.abs(turned @ turned.T - v @ v.T).max() < 1e-5
+    own = np.sum(turned * v, axis=1)  # each stored vector against its own text's embedding
+    assert np.abs(own).max() < 0.3  # random directions in 384 dims: |cos| ~ 0.05
+    assert not np.allclose(rotate(b"j" * 32, v), turned)
+
+
+def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
+    """A forgotten card's wrapped key is in no file of the key store afterwards (rewritten to a
+    new file and renamed, never edited in place), and a second holder (another process) that
+    had read it before no longer finds it."""
+    store, other = KeyStore(tmp_path / "seal.keys"), KeyStore(tmp_path / "seal.keys")
+    _, keys = store.new_cards("ns", "detective", ["1", "2"])
+    path = store.scope_path("ns", "detective")
+    wrapped = json.loads(path.read_bytes())["cards"]
+    assert path.stat().st_mode & 0o777 == 0o600 and store.root.stat().st_mode & 0o777 == 0o700
+    assert other.data_keys("ns", "detective", ["1", "2"]) == keys  # cached by the other holder
+    inode = path.stat().st_ino
+    assert store.forget_cards("ns", "detective", ["1"]) == 1
+    assert path.stat().st_ino != inode
+    blob = b"".join(p.read_bytes() for p in store.root.rglob("*") if p.is_file())
+    assert wrapped["1"].encode() not in blob and wrapped["2"].encode() in blob
+    assert keys["1"].hex().encode() not in blob and keys["1"] not in blob
+    assert other.data_keys("ns", "detective", ["1", "2"]) == {"2": keys["2"]}
+    assert not [p for p in store.root.rglob("*") if p.name.endswith(".tmp")]
+    store.forget_cards("ns", "detective", ["2"])
+    assert not path.exists()  # the scope key (and its rotation) go with the last card
+    assert other.scope_key("ns", "detective") is None
+    assert store.held() == {"scopes": 0, "card_keys": 0}
+
+
+# -- the store ---------------------------------------------------------------------------------
+def _raw(gw, space, ids):
+    """The store's own rows (every column, by name: embedded seekdb names result columns
+    ``column_N``), as the administrator or a backup sees them."""
+    vs = gw.memory.storage.vector_store
+    with gw.sql_engine.connect() as conn:
+        cols = [str(r[0]) for r in conn.execute(text(f"SHOW COLUMNS FROM `{vs.collection_name}`"))]
+        rows = conn.execute(text(
+            f"SELECT {', '.join(f'`{c}`' for c in cols)} FROM `{vs.collection_name}` "
+            "WHERE `user_id` = :u"), {"u": space.store_id}).fetchall()
+    rows = [dict(zip(cols, r, strict=True)) for r in rows]
+    return [r for r in rows if str(r[vs.primary_field]) in ids]
+
+
+def _vector(value) -> np.ndarray:
+    return np.asarray(json.loads(value) if isinstance(value, str | bytes) else value, float)
+
+
+TEXTS = [
+    "The gardener keeps the shed key behind the loose brick.",
+    "The safe in the study opens with 7-1-4-9.",
+    "Mrs Pike saw a red umbrella near the station at nine.",
+    "The night train to Leeds left twenty minutes late.",
+    "A blue car was parked outside the bakery all evening.",
+    "The butler burned a letter in the kitchen stove.",
+    "The study window was forced from the outside.",
+    "Someone paid the cab driver in old banknotes.",
+]
+QUESTIONS = ["Where is the shed key?", "How does the safe open?", "Who had an umbrella?",
+             "Which train was late?", "What was burned?"]
+
+
+def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
+    """Sealing changes no search result: the same cards, in the same order, with the same
+    cosine, through the union search and PowerMem's own; while what the database holds is
+    ciphertext and turned vectors (the administrator's dictionary attack finds nothing)."""
+    gw = bureau.gateway
+    plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
+    a, b = bureau.load_scenario("safe-combination"), bureau.load_scenario("safe-combination")
+    try:
+        made = {}
+        for g, c in ((gw, a), (plain, b)):
+            made[c.id] = g.add_many(c.space, "x1", [(t, {"topic": "t"}) for t in TEXTS[:6]])
+            made[c.id] += [g.add(c.space, "x2", t, {"abstraction": f"about {i}"})
+                           for i, t in enumerate(TEXTS[3:])]
+        for q in QUESTIONS:
+            vec, _ = gw.embed_query(q)
+            sa, _ = gw.search_scopes(a.space, ["x1", "x2", BOARD], vec, 3)
+            sb, _ = plain.search_scopes(b.space, ["x1", "x2", BOARD], vec, 3)
+            for owner in ("x1", "x2"):
+                assert [c.content for c in sa[owner]] == [c.content for c in sb[owner]]
+                assert np.allclose([c.score for c in sa[owner]], [c.score for c in sb[owner]],
+                                   atol=2e-6)
+                one_a, _ = gw.search_scope(a.space, owner, vec, 3)
+                assert [c.id for c in one_a] == [c.id for c in sa[owner]]
+        assert gw.get(a.space, "x2", made[a.id][-1].id).abstraction == "about 4"
+        vs = gw.memory.storage.vector_store
+        ids = {c.id for c in made[a.id]}
+        sealed_rows = _raw(gw, a.space, ids)
+        assert len(sealed_rows) == len(ids)
+        clear = gw.encoder.embed(TEXTS)
+        for row in sealed_rows:
+            assert row[vs.text_field].startswith("sealed:1:")
+            assert row["fulltext_content"] == row[vs.text_field]
+            assert "about" not in json.dumps(row[vs.metadata_field])
+            cos = clear @ _vector(row[vs.vector_field])
+            assert np.abs(cos).max() < 0.35  # no guess among the texts matches
+        for row in _raw(gw, b.space, {c.id for c in made[b.id]}):
+            assert (clear @ _vector(row[vs.vector_field])).max() > 0.99  # unsealed: it does
+    finally:
+        bureau.delete_case(a.id)
+        bureau.delete_case(b.id)
+
+
+def test_forgetting_destroys_every_copys_key_and_a_restored_backup_stays_noise(bureau, case):
+    """The operator forgets a published card; the administrator then restores the rows from a
+    backup taken before (as seekdb's redo log and old blocks keep them): nothing reads again."""
+    gw, ns = bureau.gateway, case.space.store_id
+    card = case.whisper("detective", "The spare key is taped under the third stair.")
+    copy = case.publish("detective", card.id)
+    backup = _raw(gw, case.space, {card.id, copy.id})
+    assert len(backup) == 2
+    assert set(case.forget(card.id)) >= {card.id, copy.id}
+    keys = gw.sealer.keys
+    assert keys.data_keys(ns, "detective", [card.id]) == {}
+    assert keys.data_keys(ns, BOARD, [copy.id]) == {}
+    vs = gw.memory.storage.vector_store
+    with gw.sql_engine.begin() as conn:
+        for row in backup:
+            cols = ", ".join(f"`{k}`" for k in row)
+            conn.execute(text(f"INSERT INTO `{vs.collection_name}` ({cols}) VALUES "
+                              f"({', '.join(':' + k for k in row)})"), row)
+    assert len(_raw(gw, case.space, {card.id, copy.id})) == 2  # the rows are back ...
+    assert gw.get(case.space, "detective", card.id) is None  # ... as noise
+    assert {card.id, copy.id}.isdisjoint(c.id for c in gw.list(case.space))
+    vec, _ = gw.embed_query("Where is the spare key?")
+    found, _ = gw.search_scopes(case.space, ["detective", BOARD], vec, 5)
+    assert {card.id, copy.id}.isdisjoint(c.id for cs in found.values() for c in cs)
+    assert gw.purge_case(case.space) >= 2  # and they go with the case
+
+
+def test_an_agent_forgets_its_own_notes_and_nothing_else(case):
+    agent = case.agent("detective")
+    note = agent.note("I parked behind the bakery at eight.")
+    whispered = case.whisper("detective", "The informant owes the suspect money.")
+    with pytest.raises(ForgetRefusedError):
+        agent.forget(whispered.id)
+    with pytest.raises(UnknownCardError):
+        agent.forget(case.whisper("suspect", "The suspect hid the ledger.").id)
+    assert agent.forget(note.id) == [note.id]
+    with pytest.raises(UnknownCardError):
+        agent.card(note.id)
+    assert case.bureau.gateway.sealer.keys.data_keys(
+        case.space.store_id, "detective", [note.id, whispered.id]).keys() == {whispered.id}
+
+
+def test_an_expiry_reset_session_end_and_delete_destroy_their_keys(bureau):
+    """Each way of forgetting a role's text destroys the keys it stored under."""
+    keys = bureau.gateway.sealer.keys
+    c = bureau.load_scenario("safe-combination")
+    ns = c.space.store_id
+    soon = c.whisper("detective", "The bus timetable changed in May.")
+    c.expire(soon.id, 0.2)
+    session = c.whisper("informant", "I was at the docks last night.", tier="session")
+    lasting = c.whisper("informant", "The docks close at ten.", tier="long-term")
+    time.sleep(0.3)
+    c.cards("detective")  # any read after the expiry fell due
+    assert keys.data_keys(ns, "detective", [soon.id]) == {}
+    c.end_session("informant")
+    assert keys.data_keys(ns, "informant", [session.id, lasting.id]).keys() == {lasting.id}
+    assert (keys.root / _name(ns)).is_dir()
+    c.reset()
+    assert not (keys.root / _name(ns)).exists()  # the old namespace's every scope key
+    c.whisper("detective", "A fresh start.")
+    ns2 = c.space.store_id
+    assert (keys.root / _name(ns2)).is_dir()
+    bureau.delete_case(c.id)
+    assert not (keys.root / _name(ns2)).exists()
+
+
+def test_a_lost_key_store_is_a_typed_error_naming_it(bureau, case):
+    keys = bureau.gateway.sealer.keys
+    away = keys.root.with_name("seal.keys.away")
+    keys.root.rename(away)
+    try:
+        with pytest.raises(SealKeysLostError, match="seal.keys"):
+            case.cards("detective")
+        with pytest.raises(SealKeysLostError, match="cannot be read"):
+            bureau.gateway.check_seal_keys()  # what every open checks first
+    finally:
+        away.rename(keys.root)
+    assert case.cards("detective")
+
+
+# -- a crash at each step of forgetting, and the canary on disk ----------------------------------
+CHILD_FORGET = r"""
+import json, sys
+from bureau import Bureau
+b = Bureau.open()
+c = b.load_scenario("safe-combination")
+card = c.whisper("detective", sys.argv[1])
+copy = c.publish("detective", card.id)
+c.interrogate("informant", "What is the code word?")
+print(json.dumps({"case": c.id, "ids": {card.id: "detective", copy.id: "board"}}), flush=True)
+c.forget(card.id)
+print("forgot", flush=True)
+"""
+
+CHILD_AFTER = r"""
+import json, sys
+from bureau import Bureau
+b = Bureau.open()
+case = b.case(sys.argv[1])
+ids = json.loads(sys.argv[2])
+case.recover()
+keys = b.gateway.sealer.keys
+ns = case.space.store_id
+left = {cid: owner for cid, owner in ids.items() if keys.data_keys(ns, owner, [cid])}
+rows = [c.id for c in b.gateway.list(case.space) if c.id in ids]
+print(json.dumps({"keys_left": left, "rows": rows}))
+"""
+
+
+def _grep(data_dir, needle: str) -> list[str]:
+    out = subprocess.run(["grep", "-rlaF", needle, str(data_dir)], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("point", FORGET_POINTS)
+def test_a_kill_at_each_step_of_forgetting_leaves_nothing_readable(tmp_path, point):
+    """SIGKILL inside ``case.forget`` (after the ledger's limit; after a key, before its row):
+    the next process finishes the job: every key destroyed, every row gone; and the canary was
+    never on disk in clear (the observer's ``grep`` of the data directory)."""
+    canary = f"code word CANARY{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BUREAU_DATA_DIR": str(tmp_path),
+           "BUREAU_FAULT": f"{point}:kill"}
+    proc = subprocess.run([sys.executable, "-c", CHILD_FORGET, canary], env=env, text=True,
+                          capture_output=True, timeout=240, cwd=tmp_path)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    first = json.loads(proc.stdout.splitlines()[0])
+    assert "forgot" not in proc.stdout
+    proc2 = subprocess.run([sys.executable, "-c", CHILD_AFTER, first["case"],
+                            json.dumps(first["ids"])], env={**env, "BUREAU_FAULT": ""},
+                           text=True, capture_output=True, timeout=240, cwd=tmp_path)
+    assert proc2.returncode == 0, proc2.stderr[-2000:]
+    state = json.loads(proc2.stdout.splitlines()[-1])
+    assert state == {"keys_left": {}, "rows": []}
+    assert _grep(tmp_path, "CANARY") == []
+
+
+def test_the_canary_is_on_disk_after_a_plain_delete_and_not_after_a_sealed_forget(tmp_path):
+    """The measurement the issue starts from, both ways: unsealed, ``grep -rlaF`` finds the
+    forgotten canary in seekdb's files; sealed, in no file of the data directory."""
+    found = {}
+    for flag in ("0", "1"):
+        data = tmp_path / f"seal-{flag}"
+        data.mkdir()
+        canary = f"code word CANARY{uuid.uuid4().hex[:12]}"
+        env = {**os.environ, "PYTHONPATH": str(REPO), "BUREAU_DATA_DIR": str(data),
+               "BUREAU_SEAL": flag}
+        env.pop("BUREAU_FAULT", None)
+        proc = subprocess.run([sys.executable, "-c", CHILD_FORGET, canary], env=env,
+                              text=True, capture_output=True, timeout=240, cwd=tmp_path)
+        assert proc.returncode == 0 and "forgot" in proc.stdout, proc.stderr[-2000:]
+        found[flag] = _grep(data, canary.split()[-1])
+    assert any("seekdb" in f for f in found["0"]), found
+    assert found["1"] == [], found
