@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,54 +37,15 @@ from ..settings import Settings
 from ..tiers.provenance import read_labels
 from . import reconnect
 from .diskspace import check_writable, explain_write_failure
+from .rows import META_KEYS
+from .rows import check_row as _check_row
+from .rows import ids_of as _ids
+from .rows import sql_name as _sql_name
+from .rows import ts_text as _ts
+from .sealed_writes import check_seal_keys, write_sealed
 from .setup import LOCK, open_store, scope_index, sql_engine, store_key
 
 log = logging.getLogger(__name__)
-
-META_KEYS = (
-    "visibility", "topic", "kind", "source_role", "source_id", "content_hash", "seed_key", "created",
-    "sensitivity", "info_type", "abstraction",
-    "tier", "provenance", "trust", "promoted_from", "tool_source",  # trust tiers (issue 14)
-    "copied_from",  # what a scope value inherits its labels from (issue 19 §4)
-)
-
-
-def _ids(case: CaseSpace) -> tuple[str, str]:
-    """(case id for labels, store namespace for filters). Only a CaseSpace names a namespace:
-    a bare case id would address whichever incarnation once used it."""
-    if not isinstance(case, CaseSpace):
-        raise TypeError(f"the gateway takes a CaseSpace (case.space), not {type(case).__name__}")
-    return case.case_id, case.store_id
-
-
-def _check_row(row: dict[str, Any], uid: str, owner: str | None, what: str) -> dict[str, Any]:
-    """A row the store returned must lie in the scope that was asked for: a filter bug surfaces
-    as ``BoundaryViolation``, never as a quiet leak. (The one copy of this check.)"""
-    if row.get("user_id") != uid or (owner is not None and row.get("agent_id") != owner):
-        raise BoundaryViolation(
-            f"A {what} scoped to {uid}/{owner or '*'} returned a row of "
-            f"{row.get('user_id')}/{row.get('agent_id')}."
-        )
-    return row
-
-
-_SQL_NAME = re.compile(r"[A-Za-z0-9_.:#-]{1,200}")
-
-
-def _sql_name(value: str) -> str:
-    """A namespace or owner id as an SQL string literal. Ids are validated names (case ids,
-    tokens, role and scope names: letters, digits and ``_.:#-``); anything else is refused
-    rather than escaped, so no quoting rule has to be right."""
-    if type(value) is not str or not _SQL_NAME.fullmatch(value):
-        raise BoundaryViolation(f"Refusing to search an unvalidated scope name {value!r}.")
-    return f"'{value}'"
-
-
-def _ts(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
-    return str(value or "")
-
 
 class MemoryGateway:
     """Scoped access to the card store. Obtain it with :meth:`open`, never construct twice."""
@@ -136,28 +96,9 @@ class MemoryGateway:
         return gateway
 
     def check_seal_keys(self) -> None:
-        """Refuse to go on when the store holds sealed cards but the key store is gone: a
-        fresh key store made now would quietly turn every old card into noise.
-        (``SealKeysLostError`` names the folder and what is lost.)"""
-        if self.sealer.keys.exists():
-            return
-        from sqlalchemy import text
-
-        engine = sql_engine(self.memory)
-        if engine is None:
-            return
-        vs = self.memory.storage.vector_store
-        with LOCK, engine.connect() as conn:
-            try:
-                found = conn.execute(text(
-                    f"SELECT 1 FROM `{vs.collection_name}` WHERE `{vs.text_field}` LIKE "
-                    "'sealed:1:%' LIMIT 1")).fetchall()
-            except Exception as exc:  # noqa: BLE001 - no card table yet: nothing sealed
-                if "doesn't exist" in str(exc) or "not exist" in str(exc):
-                    return
-                raise
-        if found:
-            raise self.sealer.keys.lost("the store holds sealed cards, the key store does not")
+        """Refuse to go on when the store holds sealed cards but the key store is gone
+        (:func:`~bureau.storage.sealed_writes.check_seal_keys`)."""
+        check_seal_keys(self.memory, self.sealer)
 
     # -- writes ------------------------------------------------------------------------------
     @contextmanager
@@ -269,69 +210,10 @@ class MemoryGateway:
             ]
         return cards
 
-    def _add_sealed(
-        self, case: CaseSpace, owner: str, items: Sequence[tuple[str, dict[str, Any]]],
-        batch: int = 256,
-    ) -> list[MemoryCard]:
-        """Write cards sealed: ids drawn first (the ciphertext is bound to its card id), keys
-        made durable, then text, full-text copy and labels that carry text sealed, the vector
-        turned by the scope's rotation, and the rows inserted exactly as PowerMem's
-        ``insert`` writes them (same record builder, same ``REPLACE``)."""
-        from powermem.utils.utils import (
-            generate_snowflake_id,
-            get_current_datetime,
-            serialize_datetime,
-        )
-        from pyobvector.schema import ReplaceStmt
-
-        case_id, uid = _ids(case)
-        storage = self.memory.storage
-        vs = storage.vector_store
-        with LOCK:
-            if not hasattr(storage, "_collection_created"):  # PowerMem creates it lazily
-                vs.create_col(vs.collection_name, vector_size=self.encoder.dims,
-                              distance="cosine")
-                storage._collection_created = True
-        vectors = self.encoder.embed([text for text, _ in items])
-        cards: list[MemoryCard] = []
-        for start in range(0, len(items), batch):
-            chunk = items[start : start + batch]
-            now = serialize_datetime(get_current_datetime())
-            with LOCK:
-                ids = [str(generate_snowflake_id()) for _ in chunk]
-            metas = []
-            for _, meta in chunk:
-                metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
-                metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
-                metas.append(metadata)
-            with self._writing():  # the key store is on the same disk: refuse before it
-                scope_key, sealed = self.sealer.seal(
-                    uid, owner, [(i, text, m) for i, (text, _), m in zip(ids, chunk, metas,
-                                                                           strict=True)])
-            turned = self.sealer.rotate(scope_key, vectors[start : start + len(chunk)])
-            records = []
-            for i, (body, smeta), vec in zip(ids, sealed, turned, strict=True):
-                record = vs._build_record_for_insert(vec.tolist(), {
-                    "data": body, "user_id": uid, "agent_id": owner, "run_id": "",
-                    "actor_id": "", "hash": hashlib.md5(body.encode("ascii")).hexdigest(),
-                    "created_at": now, "updated_at": now, "category": "",
-                    "fulltext_content": body, "metadata": smeta,
-                })
-                record[vs.primary_field] = int(i)
-                records.append(record)
-
-            def insert(records: list[dict[str, Any]] = records) -> None:
-                # REPLACE keyed by the ids drawn above: running it again cannot add a card
-                with self._writing(), LOCK, vs.obvector.engine.connect() as conn, conn.begin():
-                    conn.execute(ReplaceStmt(vs.table).values(records))
-
-            self._retry(insert, "writing cards")
-            cards += [
-                self._card({"id": i, "memory": text, "user_id": uid, "agent_id": owner,
-                            "metadata": m}, case_id)
-                for i, (text, _), m in zip(ids, chunk, metas, strict=True)
-            ]
-        return cards
+    def _add_sealed(self, case: CaseSpace, owner: str,
+                    items: Sequence[tuple[str, dict[str, Any]]],
+                    batch: int = 256) -> list[MemoryCard]:
+        return write_sealed(self, case, owner, items, batch)
 
     def delete(self, case: CaseSpace, owner: str, card_id: str) -> bool:
         """Delete one card, but only if it belongs to this case and owner (False: not there).

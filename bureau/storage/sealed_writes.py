@@ -1,0 +1,111 @@
+"""Writing cards sealed, and refusing a store whose key store is gone (issue 31).
+
+Kept beside the gateway, which calls them: ids are drawn before the insert so each ciphertext is
+bound to its card id, keys are made durable before any row is written, and the rows are
+inserted exactly as PowerMem's ``insert`` writes them (same record builder, same ``REPLACE``),
+so a retried insert cannot add a card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..model import CaseSpace, MemoryCard
+from ..sealing import Sealer
+from .rows import META_KEYS, ids_of
+from .setup import LOCK, sql_engine
+
+
+def write_sealed(gateway: Any, case: CaseSpace, owner: str,
+                 items: Sequence[tuple[str, dict[str, Any]]], batch: int = 256) -> list[MemoryCard]:
+    """``gateway``: the :class:`~bureau.storage.gateway.MemoryGateway` writing (its store,
+    encoder, sealer, disk guard and retry). Write cards sealed: ids drawn first (the ciphertext is bound to its card id), keys
+    made durable, then text, full-text copy and labels that carry text sealed, the vector
+    turned by the scope's rotation, and the rows inserted exactly as PowerMem's
+    ``insert`` writes them (same record builder, same ``REPLACE``)."""
+    from powermem.utils.utils import (
+        generate_snowflake_id,
+        get_current_datetime,
+        serialize_datetime,
+    )
+    from pyobvector.schema import ReplaceStmt
+
+    case_id, uid = ids_of(case)
+    storage = gateway.memory.storage
+    vs = storage.vector_store
+    with LOCK:
+        if not hasattr(storage, "_collection_created"):  # PowerMem creates it lazily
+            vs.create_col(vs.collection_name, vector_size=gateway.encoder.dims,
+                          distance="cosine")
+            storage._collection_created = True
+    vectors = gateway.encoder.embed([text for text, _ in items])
+    cards: list[MemoryCard] = []
+    for start in range(0, len(items), batch):
+        chunk = items[start : start + batch]
+        now = serialize_datetime(get_current_datetime())
+        with LOCK:
+            ids = [str(generate_snowflake_id()) for _ in chunk]
+        metas = []
+        for _, meta in chunk:
+            metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
+            metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
+            metas.append(metadata)
+        with gateway._writing():  # the key store is on the same disk: refuse before it
+            scope_key, sealed = gateway.sealer.seal(
+                uid, owner, [(i, text, m) for i, (text, _), m in zip(ids, chunk, metas,
+                                                                       strict=True)])
+        turned = gateway.sealer.rotate(scope_key, vectors[start : start + len(chunk)])
+        records = []
+        for i, (body, smeta), vec in zip(ids, sealed, turned, strict=True):
+            record = vs._build_record_for_insert(vec.tolist(), {
+                "data": body, "user_id": uid, "agent_id": owner, "run_id": "",
+                "actor_id": "", "hash": hashlib.md5(body.encode("ascii")).hexdigest(),
+                "created_at": now, "updated_at": now, "category": "",
+                "fulltext_content": body, "metadata": smeta,
+            })
+            record[vs.primary_field] = int(i)
+            records.append(record)
+
+        def insert(records: list[dict[str, Any]] = records) -> None:
+            # REPLACE keyed by the ids drawn above: running it again cannot add a card
+            with gateway._writing(), LOCK, vs.obvector.engine.connect() as conn, conn.begin():
+                conn.execute(ReplaceStmt(vs.table).values(records))
+
+        gateway._retry(insert, "writing cards")
+        cards += [
+            gateway._card({"id": i, "memory": text, "user_id": uid, "agent_id": owner,
+                        "metadata": m}, case_id)
+            for i, (text, _), m in zip(ids, chunk, metas, strict=True)
+        ]
+    return cards
+
+
+def check_seal_keys(memory: Any, sealer: Sealer) -> None:
+    """Refuse to go on when the store holds sealed cards but the key store is gone: a
+    fresh key store made now would quietly turn every old card into noise.
+    (``SealKeysLostError`` names the folder and what is lost.)"""
+    if sealer.keys.exists():
+        return
+    from sqlalchemy import text
+
+    engine = sql_engine(memory)
+    if engine is None:
+        return
+    vs = memory.storage.vector_store
+    with LOCK, engine.connect() as conn:
+        try:
+            found = conn.execute(text(
+                f"SELECT 1 FROM `{vs.collection_name}` WHERE `{vs.text_field}` LIKE "
+                "'sealed:1:%' LIMIT 1")).fetchall()
+        except Exception as exc:  # noqa: BLE001 - no card table yet: nothing sealed
+            if "doesn't exist" in str(exc) or "not exist" in str(exc):
+                return
+            raise
+    if found:
+        raise sealer.keys.lost("the store holds sealed cards, the key store does not")
+
+
+__all__ = ["check_seal_keys", "write_sealed"]
