@@ -449,24 +449,53 @@ def test_the_load_test_fault_run_reports_no_lost_write_and_a_recovery_time(tmp_p
 
 def test_the_guard_strikes_only_a_lone_learner_that_went_idle_at_the_kill():
     """The attribution rule on its own: a strike needs exactly one learner account going idle
-    within the tolerance of a KILL of another account's session (not its own, not root's)."""
+    within the tolerance of a KILL of another account's session (not its own, not root's); a
+    lock needs STRIKES strikes within the window and DOMINANCE times any other account's."""
     w = object.__new__(guard.Watcher)
-    w.pending, w.strikes, w.kills = [], {}, {}
+    w.pending, w.strikes, w.kills, w.locked = [], {}, {}, set()
     w.users = {1: "learner_eve", 2: "learner_ann", 3: "root", 4: "learner_ben", 5: "learner_eve"}
     at = 1000.0
     w.idle_since = {1: at + 0.002, 3: at + 0.001}  # eve and root went idle at the KILL
     w.pending = [(at, 2)]  # a KILL of ann's session
-    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": 1}
+    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": [at]}
     w.pending = [(at, 5)]  # eve ending her own other session: allowed
-    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": 1}
+    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": [at]}
     w.idle_since[4] = at + 0.003  # ben also went idle then: ambiguous, no strike
     w.pending = [(at, 2)]
-    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": 1}
+    assert w._attribute(at + 1) == [] and w.strikes == {"learner_eve": [at]}
     w.idle_since = {1: at + 0.004, 4: at + 0.5}  # ben well outside the tolerance
     w.pending = [(at, 2)]
-    assert w._attribute(at + 1) == ["learner_eve"]  # the second strike locks
+    assert w._attribute(at + 1) == []  # two strikes: not yet
+    w.pending = [(at + 0.3, 2)]
+    w.idle_since = {1: at + 0.302}
+    assert w._attribute(at + 1) == ["learner_eve"]  # the third within the window locks
     w.pending = [(at + 2, 2)]  # logged after the last poll: waits for the next one
     assert w._attribute(at + 2) == [] and w.pending == [(at + 2, 2)]
+
+
+def test_the_guard_locks_no_innocent_learner_for_coincidences():
+    """An innocent learner whose sessions went idle at a few of the attacker's KILLs is never
+    locked: strikes spread beyond the window are forgotten, and while the attacker is struck
+    far more often, the innocent is not the one who dominates."""
+    w = object.__new__(guard.Watcher)
+    w.pending, w.strikes, w.kills, w.locked = [], {}, {}, set()
+    w.users = {1: "learner_eve", 2: "learner_ann", 4: "learner_ben"}
+    at, locked = 1000.0, []
+    for n in range(40):  # ben coincides every 10th burst; eve, the attacker, every burst
+        t = at + 0.3 * n
+        w.idle_since = {4: t + 0.002} if n % 10 == 0 else {1: t + 0.002}
+        w.pending = [(t, 2)]
+        got = w._attribute(t + 1)
+        locked += got
+        w.locked |= set(got)  # what lock() records
+    assert locked == ["learner_eve"]
+    w2 = object.__new__(guard.Watcher)
+    w2.pending, w2.strikes, w2.kills, w2.locked = [], {}, {}, set()
+    w2.users = {2: "learner_ann", 4: "learner_ben"}
+    for n in range(6):  # no attacker: ben coincides with six KILLs, 30 s apart (a reset each)
+        t = at + 30 * n
+        w2.idle_since, w2.pending = {4: t + 0.002}, [(t, 2)]
+        assert w2._attribute(t + 1) == []
 
 
 def test_a_progress_record_whose_answer_is_lost_is_written_once(room, monkeypatch):

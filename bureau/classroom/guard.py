@@ -50,7 +50,16 @@ STATE = "guard.json"
 POLL_S = 0.1
 TOLERANCE_S = 0.012
 """How close a session's going idle must be to the logged KILL (measured offsets: 1-4 ms)."""
-STRIKES = 2
+STRIKES = 3
+"""Strikes within :data:`WINDOW_S` that lock an account: an attacker's KILLs strike it about
+once per burst, while a busy innocent learner is struck only when one of its sessions happens
+to go idle within the tolerance of someone else's KILL."""
+WINDOW_S = 10.0
+"""Strikes older than this are forgotten: coincidences spread over a long lesson never add up."""
+DOMINANCE = 3
+"""A lock also needs at least this many times the strikes of any other account in the window:
+measured under a load average of 5-16, an innocent learner drew up to 2 coincidental strikes
+while the attacker drew dozens, and two strikes alone once locked an innocent."""
 _LINE = re.compile(
     rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6})\][^\n]*?"
     rb"(?:sql_text=(KILL[^,\n]*)|MySQL LOGIN\([^\n]*?user_name=([^,\s]+),[^\n]*?sessid=(\d+))",
@@ -103,8 +112,10 @@ class Watcher:
         """Session id -> account, from the process list and the log's logins."""
         self.idle_since: dict[int, float] = {}
         self.pending: list[tuple[float, int]] = []
-        self.strikes: dict[str, int] = {}
+        self.strikes: dict[str, list[float]] = {}
+        """Account -> the moments of its strikes within :data:`WINDOW_S`."""
         self.kills: dict[str, int] = {}
+        self.locked: set[str] = set()
 
     def _open_log(self, at_end: bool) -> None:
         try:
@@ -173,9 +184,13 @@ class Watcher:
             if victim_user is None or len(senders) != 1:
                 continue
             (user,) = senders
-            self.strikes[user] = self.strikes.get(user, 0) + 1
+            recent = [s for s in self.strikes.get(user, []) if s > at - WINDOW_S]
+            self.strikes[user] = [*recent, at]
             self.kills[user] = self.kills.get(user, 0) + 1
-            if self.strikes[user] == STRIKES:
+            others = max((len([s for s in times if s > at - WINDOW_S])
+                          for who, times in self.strikes.items() if who != user), default=0)
+            if (len(self.strikes[user]) >= STRIKES and len(self.strikes[user]) >= DOMINANCE * others
+                    and user not in out and user not in self.locked):
                 out.append(user)
         return out
 
@@ -190,6 +205,7 @@ class Watcher:
                        "kills": self.kills.get(user, 0)})
         state["locked"] = locked
         _write_state(self.directory, state)
+        self.locked.add(user)
         log.warning("guard: locked %s (KILL of other sessions)", user)
 
     def step(self) -> None:
