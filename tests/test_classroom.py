@@ -474,7 +474,7 @@ def test_a_sleeping_view_is_not_read_and_costs_only_its_own_row(classroom, learn
         took = time.perf_counter() - started
         print(f"\nsleeping view: redraw {took:.3f} s")
         assert rows["hal"] == {"learner": "hal", "error": "not a table: bureau_events",
-                               "locked": False}
+                               "locked": False, "suspected": False}
         assert rows["ann"]["checks_passed"] == 1 and rows["ann"]["roles"]  # read in full
         assert took < 1.0  # was 3.1 s: every redraw waited for the view
         page = instructor.room_html(list(rows.values()))

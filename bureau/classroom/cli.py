@@ -40,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=None, help="default: a free port")
     s.add_argument("--learner-host", default="127.0.0.1",
                    help="the host written into connection files (default 127.0.0.1)")
+    s.add_argument("--guard-lock", action="store_true",
+                   help="let the room's guard lock a learner it names for ending others' "
+                        "sessions (default: it names them on the instructor's page only)")
     u = sub.add_parser("use", help="a classroom on a server that already runs")
     _dir_argument(u)
     u.add_argument("--host", required=True)
@@ -55,10 +58,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         if name == "reset":
             a.add_argument("--keep-data", action="store_true")
     for name, helptext in (("status", "the server and the learners (no password)"),
-                           ("guard", "watch for KILLs of other sessions, lock the sender "
+                           ("guard", "watch for KILLs of other sessions, name the sender "
                                      "(started by `start`)"),
                            ("teardown", "remove every learner, stop the server, delete the folder")):
-        _dir_argument(sub.add_parser(name, help=helptext))
+        g = sub.add_parser(name, help=helptext)
+        _dir_argument(g)
+        if name == "guard":
+            g.add_argument("--lock", action="store_true", help="lock the accounts it names")
     from .loadtest import add_arguments as loadtest_arguments
 
     loadtest_arguments(sub.add_parser("loadtest", help="a simulated workshop on loopback"))
@@ -76,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
     if action == "guard":
         from .guard import main as guard_main
 
-        return guard_main(tenants.Roster.load(args.dir))
+        return guard_main(tenants.Roster.load(args.dir), lock=args.lock)
     if action == "start":
-        roster = tenants.start(args.dir, args.port, args.learner_host)
+        roster = tenants.start(args.dir, args.port, args.learner_host,
+                               guard_lock=args.guard_lock)
         print(f"classroom server running on 127.0.0.1:{roster.port} (pid {roster.pid}); "
               f"roster {roster.directory / tenants.ROSTER}")
     elif action == "use":

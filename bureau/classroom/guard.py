@@ -1,4 +1,4 @@
-"""The room's guard: it catches a learner who ends other sessions and locks their account.
+"""The room's guard: it names a learner who ends other sessions, and (opt-in) locks them.
 
 seekdb 1.4 lets any account ``KILL`` any session (measured: a learner's account, with rights on
 its own database only, ends another learner's session and the instructor's; no grant and no
@@ -12,9 +12,14 @@ event ... sql_text=KILL <id>``), but not who sent it; the process list
 been idle, to the microsecond. The sender of a KILL is a learner session that went idle at the
 moment the log records the KILL (within :data:`TOLERANCE_S`) and whose account is not the
 victim's. A KILL whose moment matches exactly one learner account is a strike against it;
-:data:`STRIKES` strikes lock it (``ALTER USER ... ACCOUNT LOCK``, then its sessions are ended)
-and name it in ``guard.json`` beside the roster, which the instructor's page shows
-(:func:`locked_learners`). ``classroom reset`` unlocks the learner.
+:data:`STRIKES` strikes within :data:`WINDOW_S`, :data:`DOMINANCE` times any other account's,
+name it in ``guard.json`` beside the roster, which the instructor's page and ``status`` show
+(:func:`suspected_learners`). Only with ``classroom start --guard-lock`` does the guard also lock
+the account (``ALTER USER ... ACCOUNT LOCK``, its sessions ended; :func:`locked_learners`;
+``classroom reset`` unlocks). Locking is opt-in because the attribution is a timing match:
+measured on this 2-core machine with other suites running, it once named an innocent learner
+(their lesson then failed on "User locked", worse than the attack, whose KILLs the retries
+absorb), so by default the guard names and the instructor decides.
 
 What it does not catch: a KILL followed at once (within one poll, :data:`POLL_S`) by another
 statement of the same session hides its moment; a burst of KILLs is caught by its last one.
@@ -83,6 +88,11 @@ def _write_state(directory: str | Path, state: dict[str, Any]) -> None:
     write_private(state_path(directory), json.dumps(state, indent=2) + "\n")
 
 
+def suspected_learners(directory: str | Path) -> list[dict[str, Any]]:
+    """Learners the guard named without locking: ``[{"learner", "at", "kills"}]``."""
+    return [x for x in read_state(directory).get("suspected", []) if isinstance(x, dict)]
+
+
 def locked_learners(directory: str | Path) -> list[dict[str, Any]]:
     """Learners the guard locked: ``[{"learner", "at" (epoch s), "kills"}]``, for the page."""
     return [x for x in read_state(directory).get("locked", []) if isinstance(x, dict)]
@@ -92,6 +102,8 @@ def unlock(directory: str | Path, learner: str) -> None:
     """Forget a lock (``classroom reset`` unlocks the account itself)."""
     state = read_state(directory)
     state["locked"] = [x for x in state.get("locked", []) if x.get("learner") != learner]
+    state["suspected"] = [x for x in state.get("suspected", [])
+                          if x.get("learner") != learner]
     _write_state(directory, state)
 
 
@@ -99,10 +111,12 @@ def unlock(directory: str | Path, learner: str) -> None:
 class Watcher:
     """One room's KILL watcher (see the module's docstring); :meth:`step` is one poll."""
 
-    def __init__(self, roster: Any) -> None:
+    def __init__(self, roster: Any, lock: bool = False) -> None:
         """``roster``: the room's :class:`~bureau.classroom.tenants.Roster` (passed in: the
         tenants module starts and stops the guard, so the guard does not import it)."""
         self.roster = roster
+        self.lock_accounts = lock
+        """Lock a named account (``--guard-lock``), or only name it (the default)."""
         self.directory = self.roster.directory
         self.log_path = self.roster.server_dir / "log" / "seekdb.log"
         self._log: Any = None
@@ -208,20 +222,32 @@ class Watcher:
         self.locked.add(user)
         log.warning("guard: locked %s (KILL of other sessions)", user)
 
+    def flag(self, user: str) -> None:
+        """Name the account on the instructor's page and in ``status``, without locking it."""
+        learner = user.removeprefix("learner_")
+        state = read_state(self.directory)
+        named = [x for x in state.get("suspected", []) if x.get("learner") != learner]
+        named.append({"learner": learner, "at": round(time.time(), 3),
+                      "kills": self.kills.get(user, 0)})
+        state["suspected"] = named
+        _write_state(self.directory, state)
+        self.locked.add(user)
+        log.warning("guard: %s ends other sessions (not locked: start with --guard-lock)", user)
+
     def step(self) -> None:
         try:
             polled = self._poll()
             self._read_log()
             for user in self._attribute(polled):
-                self.lock(user)
+                (self.lock if self.lock_accounts else self.flag)(user)
         except pymysql.err.Error as exc:
             if not is_lost(exc):
                 raise
             self._conn = None  # the guard's own session was killed, or the server restarts
 
 
-def run_forever(roster: Any) -> None:
-    watcher = Watcher(roster)
+def run_forever(roster: Any, lock: bool = False) -> None:
+    watcher = Watcher(roster, lock)
     watcher._open_log(at_end=True)
     stop = False
 
@@ -254,15 +280,16 @@ def running(directory: str | Path) -> int | None:
     return pid if isinstance(pid, int) and _is_guard(pid, directory) else None
 
 
-def start(directory: str | Path) -> int:
-    """Start the guard in the background (once per room); returns its PID."""
+def start(directory: str | Path, lock: bool = False) -> int:
+    """Start the guard in the background (once per room); returns its PID. ``lock``: lock the
+    accounts it names, not only name them."""
     directory = Path(directory).absolute()
     pid = running(directory)
     if pid is not None:
         return pid
     out = open(directory / "guard.log", "a")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen([sys.executable, "-m", "bureau", "classroom", "guard", "--dir",
-                             str(directory)], stdout=out, stderr=subprocess.STDOUT,
+                             str(directory), *(["--lock"] if lock else [])], stdout=out, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(
                                 filter(None, [str(Path(__file__).parents[2]),
@@ -292,11 +319,12 @@ def stop(directory: str | Path) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def main(roster: Any) -> int:
-    """``python -m bureau classroom guard --dir D`` (the CLI loads the roster)."""
+def main(roster: Any, lock: bool = False) -> int:
+    """``python -m bureau classroom guard --dir D [--lock]`` (the CLI loads the roster)."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    run_forever(roster)
+    run_forever(roster, lock)
     return 0
 
 
-__all__ = ["locked_learners", "read_state", "running", "start", "stop", "unlock", "Watcher"]
+__all__ = ["locked_learners", "read_state", "running", "start", "stop", "suspected_learners",
+           "unlock", "Watcher"]

@@ -42,7 +42,7 @@ from ..model import BOARD
 from ..settings import Settings
 from ..tenancy.connection import tenant_name
 from . import progress
-from .guard import locked_learners
+from .guard import locked_learners, suspected_learners
 from .tenants import Roster
 
 CARDS_TABLE = Settings().collection
@@ -250,8 +250,10 @@ def room(directory: str | Path, *, workers: int = WORKERS, row_budget: float = R
         out = [rows.get(learner, {"learner": learner, "error": "timed out"})
                for learner in learners]
     locked = {x.get("learner") for x in locked_learners(directory)}
-    for row in out:  # the room's guard locked this account (it ended others' sessions)
+    named = {x.get("learner") for x in suspected_learners(directory)}
+    for row in out:  # the room's guard named (or, opted in, locked) who ended others' sessions
         row["locked"] = row["learner"] in locked
+        row["suspected"] = row["learner"] in named
     return out
 
 
@@ -276,7 +278,8 @@ def room_html(rows: list[dict[str, Any]]) -> str:
                            for a, n in r["roles"].items()) or "—"
         body.append(
             f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}'
-            f'{" (locked by the guard)" if r.get("locked") else ""}</td>'
+            f'{" (locked by the guard)" if r.get("locked") else ""}'
+            f'{" (ends others&#x27; sessions, says the guard)" if r.get("suspected") else ""}</td>'
             f'<td class="lessons">{e(", ".join(r["lessons"])) or "—"}</td>'
             f'<td class="checks">{int(r["checks_passed"])}</td>'
             f'<td class="quiz">{int(r["quiz_right"])}/{int(r["quiz_answered"])}</td>'

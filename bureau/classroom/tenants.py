@@ -128,11 +128,11 @@ def _scrub(exc: BaseException, *secrets: str) -> str:
 
 # -- the classroom -------------------------------------------------------------------------------
 def start(directory: str | Path, port: int | None = None,
-          learner_host: str = LOOPBACK, guard: bool = True) -> Roster:
+          learner_host: str = LOOPBACK, guard: bool = True, guard_lock: bool = False) -> Roster:
     """Start a seekdb server for a new classroom in ``directory`` (owner-only), or restart the
     stopped server of an existing one (same data, port, roster and ``root`` password: every
     connection file keeps working). ``guard``: start the room's KILL guard
-    (:mod:`bureau.classroom.guard`) beside it."""
+    (:mod:`bureau.classroom.guard`) beside it; ``guard_lock``: it locks whom it names."""
     from . import guard as room_guard
 
     directory = private_dir(Path(directory).absolute())
@@ -155,7 +155,7 @@ def start(directory: str | Path, port: int | None = None,
         roster = Roster(directory, LOOPBACK, port, "root", password, learner_host, pid)
         roster.save()
     if guard:
-        room_guard.start(directory)
+        room_guard.start(directory, lock=guard_lock)
     return roster
 
 
@@ -298,6 +298,8 @@ def status(directory: str | Path) -> dict[str, Any]:
             "started_here": roster.pid is not None, "running": running,
             "guard_running": room_guard.running(roster.directory) is not None,
             "locked": [x.get("learner") for x in room_guard.locked_learners(roster.directory)],
+            "suspected": [x.get("learner")
+                          for x in room_guard.suspected_learners(roster.directory)],
             "learners": {name: str(roster.connection_file(name)) for name in roster.learners}}
 
 
