@@ -40,6 +40,7 @@ from ..errors import ClassroomError
 from ..ledger.rows import store_id_for
 from ..model import BOARD
 from ..settings import Settings
+from ..storage.reconnect import is_lost
 from ..tenancy.connection import tenant_name
 from . import progress
 from .guard import locked_learners, suspected_learners
@@ -78,6 +79,11 @@ def _cap(value: object, n: int = 64) -> str:
 
 class _RowError(Exception):
     """What a learner's row says instead of its figures (``timed out``, ``not a table: x``)."""
+
+
+class _PageSessionLost(Exception):
+    """The page's own session was ended (a learner's KILL, a server restart): the learner is
+    read again on a new session, not shown as unreadable."""
 
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
@@ -198,6 +204,8 @@ def read_learner(cur: Any, learner: str, deadline: float) -> dict[str, Any]:
         row = {"learner": learner, "error": _cap(exc)}
     except pymysql.err.Error as exc:
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        if code != TIMEOUT_CODE and is_lost(exc):
+            raise _PageSessionLost(learner) from exc
         row = {"learner": learner, "error": "timed out" if code == TIMEOUT_CODE
                else f"unreadable (error {code or type(exc).__name__})"}
     except Exception as exc:  # noqa: BLE001 - one damaged tenant is one row's problem
@@ -226,8 +234,13 @@ def room(directory: str | Path, *, workers: int = WORKERS, row_budget: float = R
             try:
                 with roster.admin() as cur:
                     while (learner := take()) is not None:
-                        row = read_learner(cur, learner,
-                                           min(page_deadline, time.monotonic() + row_budget))
+                        try:
+                            row = read_learner(cur, learner,
+                                               min(page_deadline, time.monotonic() + row_budget))
+                        except _PageSessionLost:
+                            with lock:
+                                todo.appendleft(learner)  # again, on a new session
+                            break
                         with lock:
                             rows[learner] = row
                         if not cur.connection.open:  # a lost connection: open another
