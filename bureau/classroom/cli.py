@@ -8,7 +8,7 @@
     python -m bureau classroom remove --dir D alice
     python -m bureau classroom status --dir D
     python -m bureau classroom teardown --dir D
-    python -m bureau classroom guard --dir D     # the KILL guard (``start`` runs it in the background)
+    python -m bureau classroom guard --dir D     # the experimental KILL guard (``start --guard``)
     python -m bureau classroom loadtest --learners 30 [--duration 180]
 
 Nothing printed holds a password: the commands print paths, names and ports. ``--dir`` defaults
@@ -40,9 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=None, help="default: a free port")
     s.add_argument("--learner-host", default="127.0.0.1",
                    help="the host written into connection files (default 127.0.0.1)")
+    s.add_argument("--guard", action="store_true",
+                   help="experimental: run the KILL guard, which names on the instructor's page "
+                        "a learner it believes ends others' sessions (its timing attribution "
+                        "has named innocent learners; off by default)")
     s.add_argument("--guard-lock", action="store_true",
-                   help="let the room's guard lock a learner it names for ending others' "
-                        "sessions (default: it names them on the instructor's page only)")
+                   help="with --guard: also lock the account it names")
     u = sub.add_parser("use", help="a classroom on a server that already runs")
     _dir_argument(u)
     u.add_argument("--host", required=True)
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         return guard_main(tenants.Roster.load(args.dir), lock=args.lock)
     if action == "start":
         roster = tenants.start(args.dir, args.port, args.learner_host,
-                               guard_lock=args.guard_lock)
+                               guard=args.guard or args.guard_lock, guard_lock=args.guard_lock)
         print(f"classroom server running on 127.0.0.1:{roster.port} (pid {roster.pid}); "
               f"roster {roster.directory / tenants.ROSTER}")
     elif action == "use":

@@ -1,4 +1,8 @@
-"""The room's guard: it names a learner who ends other sessions, and (opt-in) locks them.
+"""The room's guard, an experiment: it names a learner it believes ends other sessions, and
+(opt-in) locks them. Off by default (``classroom start --guard``): its attribution is a timing
+match that, measured on this 2-core machine with other suites running, named the attacker in
+some runs and an innocent learner in others. What does hold without it: every KILL costs the
+learners it hits a retry, never a call (:mod:`bureau.storage.reconnect`).
 
 seekdb 1.4 lets any account ``KILL`` any session (measured: a learner's account, with rights on
 its own database only, ends another learner's session and the instructor's; no grant and no

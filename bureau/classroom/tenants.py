@@ -128,11 +128,12 @@ def _scrub(exc: BaseException, *secrets: str) -> str:
 
 # -- the classroom -------------------------------------------------------------------------------
 def start(directory: str | Path, port: int | None = None,
-          learner_host: str = LOOPBACK, guard: bool = True, guard_lock: bool = False) -> Roster:
+          learner_host: str = LOOPBACK, guard: bool = False, guard_lock: bool = False) -> Roster:
     """Start a seekdb server for a new classroom in ``directory`` (owner-only), or restart the
     stopped server of an existing one (same data, port, roster and ``root`` password: every
-    connection file keeps working). ``guard``: start the room's KILL guard
-    (:mod:`bureau.classroom.guard`) beside it; ``guard_lock``: it locks whom it names."""
+    connection file keeps working). ``guard``: start the room's KILL guard beside it, an
+    experiment (:mod:`bureau.classroom.guard`: its timing attribution is not reliable, measured);
+    ``guard_lock``: it also locks whom it names."""
     from . import guard as room_guard
 
     directory = private_dir(Path(directory).absolute())
