@@ -73,3 +73,12 @@ def test_the_import_graph_shows_the_rooms_with_no_import_against_the_flow():
     assert done.returncode == 0, done.stdout + done.stderr
     for room in ("core", "labs", "classroom", "course"):
         assert f"{room} (" in done.stdout.splitlines()[0]
+
+
+def test_the_architecture_page_names_every_module_of_the_tree():
+    """The floor plan on the page matches the tree: a new module must be placed there too."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [str(p.relative_to(REPO)) for p in sorted((REPO / "bureau").rglob("*.py"))
+               if p.name not in ("__init__.py", "__main__.py") and f"`{p.name}`" not in page
+               and f"{p.stem}.py" not in page]
+    assert not missing, f"docs/architecture.md does not place: {missing}"
