@@ -16,7 +16,7 @@ from typing import Any
 from ..model import CaseSpace, MemoryCard
 from ..sealing import Sealer
 from .rows import META_KEYS, ids_of
-from .setup import LOCK, sql_engine
+from .setup import LOCK, new_card_ids, replace_rows, sql_engine, store_now
 
 
 def write_sealed(gateway: Any, case: CaseSpace, owner: str,
@@ -26,12 +26,6 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
     made durable, then text, full-text copy and labels that carry text sealed, the vector
     turned by the scope's rotation, and the rows inserted exactly as PowerMem's
     ``insert`` writes them (same record builder, same ``REPLACE``)."""
-    from powermem.utils.utils import (
-        generate_snowflake_id,
-        get_current_datetime,
-        serialize_datetime,
-    )
-    from pyobvector.schema import ReplaceStmt
 
     case_id, uid = ids_of(case)
     storage = gateway.memory.storage
@@ -45,9 +39,9 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
     cards: list[MemoryCard] = []
     for start in range(0, len(items), batch):
         chunk = items[start : start + batch]
-        now = serialize_datetime(get_current_datetime())
+        now = store_now()
         with LOCK:
-            ids = [str(generate_snowflake_id()) for _ in chunk]
+            ids = new_card_ids(len(chunk))
         metas = []
         for _, meta in chunk:
             metadata = {k: v for k, v in meta.items() if k in META_KEYS and v is not None}
@@ -72,7 +66,7 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
         def insert(records: list[dict[str, Any]] = records) -> None:
             # REPLACE keyed by the ids drawn above: running it again cannot add a card
             with gateway._writing(), LOCK, vs.obvector.engine.connect() as conn, conn.begin():
-                conn.execute(ReplaceStmt(vs.table).values(records))
+                replace_rows(conn, vs, records)
 
         gateway._retry(insert, "writing cards")
         cards += [

@@ -475,3 +475,28 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
         _bound_disk_footprint(memory, settings)
         _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
         return memory, encoder
+
+
+# -- what the sealed write path needs of PowerMem and pyobvector (kept here: the storage SDKs
+#    are imported by setup.py and gateway.py only) -----------------------------------------------
+def new_card_ids(n: int) -> list[str]:
+    """``n`` card ids drawn the way PowerMem draws them (snowflake), before the rows exist."""
+    from powermem.utils.utils import generate_snowflake_id
+
+    return [str(generate_snowflake_id()) for _ in range(n)]
+
+
+def store_now() -> str:
+    """The timestamp text PowerMem writes into ``created_at``/``updated_at``."""
+    from powermem.utils.utils import get_current_datetime, serialize_datetime
+
+    return serialize_datetime(get_current_datetime())
+
+
+def replace_rows(conn: Any, vector_store: Any, records: list[dict[str, Any]]) -> None:
+    """PowerMem's own ``REPLACE`` of whole rows, keyed by their ids (running it again adds
+    nothing)."""
+    from pyobvector.schema import ReplaceStmt
+
+    conn.execute(ReplaceStmt(vector_store.table).values(records))
+
