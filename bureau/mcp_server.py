@@ -34,7 +34,7 @@ import os
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from .agents.tools import MAX_ARGUMENT_DEPTH, json_depth
+from .agents.tools import MAX_ARGUMENT_DEPTH, json_depth, json_structure
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -59,18 +59,8 @@ def cut_deep(line: str, depth: int = WIRE_DEPTH) -> str:
     out: list[str] = []
     level = 0
     skipping = 0  # > 0: inside a cut value, its own nesting level
-    in_string = escaped = False
-    for ch in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    for ch, structural in json_structure(line):
+        if structural and ch in "[{":
             if skipping:
                 skipping += 1
                 continue
@@ -79,7 +69,7 @@ def cut_deep(line: str, depth: int = WIRE_DEPTH) -> str:
                 out.append("[]")
                 continue
             level += 1
-        elif ch in "]}":
+        elif structural and ch in "]}":
             if skipping:
                 skipping -= 1
                 continue

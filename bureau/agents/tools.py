@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,14 +130,9 @@ def schemas(names: Iterable[str]) -> list[dict[str, Any]]:
     return [TOOLS[n].schema() for n in names]
 
 
-def json_depth(text: str | bytes) -> int:
-    """The deepest nesting of ``[``/``{`` in JSON text, strings skipped; measured without
-    parsing (one pass, no recursion), so it is safe on any input. Not a validator."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    if text.count("[") + text.count("{") <= 1:  # the common case: one flat object
-        return min(1, text.count("[") + text.count("{"))
-    depth = deepest = 0
+def json_structure(text: str) -> Iterator[tuple[str, bool]]:
+    """Each character of JSON text with whether it is structure (outside every string): one
+    pass, no recursion, safe on any input. Not a validator."""
     in_string = escaped = False
     for ch in text:
         if in_string:
@@ -147,9 +142,26 @@ def json_depth(text: str | bytes) -> int:
                 escaped = True
             elif ch == '"':
                 in_string = False
+            yield ch, False
         elif ch == '"':
             in_string = True
-        elif ch in "[{":
+            yield ch, False
+        else:
+            yield ch, True
+
+
+def json_depth(text: str | bytes) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text, strings skipped; measured without
+    parsing (:func:`json_structure`), so it is safe on any input. Not a validator."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") <= 1:  # the common case: one flat object
+        return min(1, text.count("[") + text.count("{"))
+    depth = deepest = 0
+    for ch, structural in json_structure(text):
+        if not structural:
+            continue
+        if ch in "[{":
             depth += 1
             deepest = max(deepest, depth)
         elif ch in "]}":
