@@ -159,6 +159,13 @@ def case(bureau):
     bureau.delete_case(c.id)
 
 
+def shows(text: str, needle: str) -> bool:
+    """``needle`` as a token of its own in ``text``. A secret like "7319" or "0427" also turns up
+    inside long random card ids, run ids, hex digests and timings (about one run in a hundred);
+    those are not the secret, and a leak test that counted them failed at random."""
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(needle)}(?![0-9A-Za-z])", text) is not None
+
+
 def run_python(
     code: str,
     *,

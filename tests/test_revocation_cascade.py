@@ -190,6 +190,18 @@ def test_expiry_of_an_original_reaches_its_copies(case):
         case.promote("informant", whisper.id)
 
 
+def test_the_operators_view_drops_an_expired_card_at_its_time(case):
+    """``case.spaces()`` showed an expired card until some later call swept its text (found by
+    the hostile-argument fuzz, which saw a card count drop during an unrelated refused call)."""
+    text = _secret("operator-view")
+    whisper = case.whisper("informant", text)
+    case.expire(whisper.id, 0.3)
+    assert whisper.id in [c.id for c in case.spaces()["informant"]]
+    time.sleep(0.5)
+    assert whisper.id not in [c.id for c in case.spaces()["informant"]]
+    assert text not in as_text(case.spaces())
+
+
 # -- seen today: task-scope values -----------------------------------------------------------------
 
 def _scope(case, name: str):

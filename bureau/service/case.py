@@ -240,11 +240,13 @@ class Case:
         return self.disclosure.audit(verify)
 
     def spaces(self) -> dict[str, list[MemoryCard]]:
-        """Every role's private cards and the board, oldest first."""
-        cards = self.bureau.gateway.list(self.space)
+        """Every role's private cards and the board, oldest first: the cards that are alive.
+        A revoked or expired card is gone from this view at its time, like from every read
+        path, not when the next write sweeps its text away."""
+        space, dead = self._ctx.view()
         out: dict[str, list[MemoryCard]] = {r: [] for r in [*self.role_names, BOARD]}
-        for c in cards:
-            if c.owner != TOMBSTONE_OWNER:  # ids of revoked cards, no memory of anyone's
+        for c in self.bureau.gateway.list(space):
+            if c.owner != TOMBSTONE_OWNER and live(c, dead):  # tombstones: ids, no memory
                 out.setdefault(c.owner, []).append(c)
         return out
 
