@@ -328,3 +328,45 @@ def _no_shared_cases(driver: Hub, kernels: dict) -> None:
                       for cid in sorted(seen[other])))
         assert err is None, err
         assert "OPENED" not in out, f"{me} opened {other}'s case"
+
+
+def test_a_learner_polling_the_process_list_through_the_hub_reads_no_sealed_text(hub):
+    """Issue 30 §3, the in-flight probe through the hub: grace's kernel (her own system account)
+    polls the server's process list while ada's kernel whispers canaries, once unsealed (the
+    baseline: the poll sees ada's writes and catches some canaries) and once sealed (the
+    default): not one canary is caught."""
+    driver, _ = hub
+    kernels = {}
+    try:
+        for learner in LEARNERS:
+            driver.start(learner)
+            kernels[learner] = driver.kernel(learner)
+        results = {}
+        for seal in ("0", "1"):
+            tokens = [f"CANARY{secrets.token_hex(6)}" for _ in range(30)]
+            _, err = kernels["grace"].run(
+                "import json, os\nfrom pathlib import Path\n"
+                "from bureau.classroom.inflight import Poller, tally\n"
+                "poller = Poller(Path(os.environ['BUREAU_CLASSROOM'])).start()")
+            assert err is None, err
+            _, err = kernels["ada"].run(
+                "import os, subprocess, sys, tempfile\n"
+                "from bureau.classroom.inflight import WRITER\n"
+                f"env = {{**os.environ, 'BUREAU_SEAL': {seal!r}, "
+                "'BUREAU_DATA_DIR': tempfile.mkdtemp()}\n"
+                f"subprocess.run([sys.executable, '-c', WRITER, *{tokens!r}], env=env, "
+                "check=True, timeout=600, capture_output=True)")
+            assert err is None, err
+            out, err = kernels["grace"].run(
+                f"print(json.dumps(tally(poller.stop(), {tokens!r}, poller.polls)))")
+            assert err is None, err
+            results["sealed" if seal == "1" else "unsealed"] = _last_json(out)
+        print(f"process list through the hub: {results}")
+        assert results["unsealed"]["caught"] >= 1, results  # the probe works through the hub
+        assert results["sealed"]["caught"] == 0, results
+        assert results["sealed"]["writes_seen"] >= 1, results  # it saw ada's sealed writes
+    finally:
+        for kernel in kernels.values():
+            kernel.close()
+        for learner in LEARNERS:
+            driver.stop(learner)

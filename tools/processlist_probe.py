@@ -4,8 +4,9 @@ canaries, sealed and unsealed; print how many canaries (and sealed texts) the po
     python tools/processlist_probe.py [--canaries 50]
 
 Starts a throw-away classroom (two learners), runs the writer in a child process per setting,
-polls ``information_schema.PROCESSLIST`` from the other learner's account as fast as it can, and
-tears the classroom down.
+polls ``information_schema.PROCESSLIST`` from the other learner's account as fast as it can
+(:class:`bureau.classroom.inflight.Poller`), and tears the classroom down. The same probe runs
+through the hub, from one learner's kernel against another's, in ``tests/test_hub.py``.
 """
 
 from __future__ import annotations
@@ -16,23 +17,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import uuid
 from pathlib import Path
 
-import pymysql
-from bureau.classroom.connection import read_connection
-
 from bureau.classroom import tenants
-
-WRITER = r"""
-import sys
-from bureau import Bureau
-b = Bureau.open()
-c = b.load_scenario("safe-combination")
-for token in sys.argv[1:]:
-    c.whisper("detective", f"The vault code word is {token}.")
-"""
+from bureau.classroom.inflight import WRITER, Poller, tally
 
 
 def main() -> None:
@@ -49,36 +38,13 @@ def main() -> None:
         results = {}
         for seal in ("0", "1"):
             tokens = [f"CANARY{uuid.uuid4().hex[:12]}" for _ in range(args.canaries)]
-            conn = read_connection(roster.connection_file("ann"))
-            ann = pymysql.connect(host="127.0.0.1", port=conn.port, user=conn.user,
-                                  password=conn.password, database=conn.database)
-            seen: list[str] = []
-            stop = threading.Event()
-
-            def poll(ann=ann, stop=stop, seen=seen) -> None:
-                with ann.cursor() as cur:
-                    while not stop.is_set():
-                        cur.execute("SELECT INFO FROM information_schema.PROCESSLIST")
-                        seen.extend(str(r[0]) for r in cur.fetchall() if r[0])
-
-            t = threading.Thread(target=poll)
-            t.start()
+            poller = Poller(roster.connection_file("ann")).start()
             env = {**os.environ, "BUREAU_DATA_DIR": str(base / f"ben-{seal}"),
                    "BUREAU_CLASSROOM": str(roster.connection_file("ben")), "BUREAU_SEAL": seal}
             subprocess.run([sys.executable, "-c", WRITER, *tokens], env=env, check=True,
                            timeout=900)
-            stop.set()
-            t.join()
-            ann.close()
-            text = "\n".join(seen)
-            results["sealed" if seal == "1" else "unsealed"] = {
-                "canaries": len(tokens),
-                "caught": sum(tok in text for tok in tokens),
-                "statements_polled": len(seen),
-                "inserts_seen": sum("INSERT" in s.upper() or "REPLACE" in s.upper()
-                                    for s in seen),
-                "sealed_texts_seen": text.count("sealed:1:"),
-            }
+            seen = poller.stop()
+            results["sealed" if seal == "1" else "unsealed"] = tally(seen, tokens, poller.polls)
         print(json.dumps(results, indent=2))
     finally:
         tenants.teardown(room)

@@ -8,7 +8,7 @@
     python -m bureau classroom remove --dir D alice
     python -m bureau classroom status --dir D
     python -m bureau classroom teardown --dir D
-    python -m bureau classroom guard --dir D     # the experimental KILL guard (``start --guard``)
+    python -m bureau classroom guard --dir D     # the KILL guard (started by ``start``)
     python -m bureau classroom loadtest --learners 30 [--duration 180]
 
 Nothing printed holds a password: the commands print paths, names and ports. ``--dir`` defaults
@@ -40,12 +40,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=None, help="default: a free port")
     s.add_argument("--learner-host", default="127.0.0.1",
                    help="the host written into connection files (default 127.0.0.1)")
-    s.add_argument("--guard", action="store_true",
-                   help="experimental: run the KILL guard, which names on the instructor's page "
-                        "a learner it believes ends others' sessions (its timing attribution "
-                        "has named innocent learners; off by default)")
-    s.add_argument("--guard-lock", action="store_true",
-                   help="with --guard: also lock the account it names")
+    s.add_argument("--no-guard", action="store_true",
+                   help="do not run the KILL guard (by default it runs, proves from the "
+                        "server's log which learner ended another account's session, and "
+                        "locks that account)")
+    s.add_argument("--guard-name-only", action="store_true",
+                   help="the guard names a proven sender on the instructor's page but does "
+                        "not lock the account")
     u = sub.add_parser("use", help="a classroom on a server that already runs")
     _dir_argument(u)
     u.add_argument("--host", required=True)
@@ -61,13 +62,14 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         if name == "reset":
             a.add_argument("--keep-data", action="store_true")
     for name, helptext in (("status", "the server and the learners (no password)"),
-                           ("guard", "watch for KILLs of other sessions, name the sender "
-                                     "(started by `start`)"),
+                           ("guard", "watch for KILLs of other accounts' sessions, lock the "
+                                     "proven sender (started by `start`)"),
                            ("teardown", "remove every learner, stop the server, delete the folder")):
         g = sub.add_parser(name, help=helptext)
         _dir_argument(g)
         if name == "guard":
-            g.add_argument("--lock", action="store_true", help="lock the accounts it names")
+            g.add_argument("--name-only", action="store_true",
+                           help="name a proven sender, do not lock the account")
     from .loadtest import add_arguments as loadtest_arguments
 
     loadtest_arguments(sub.add_parser("loadtest", help="a simulated workshop on loopback"))
@@ -85,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
     if action == "guard":
         from .guard import main as guard_main
 
-        return guard_main(tenants.Roster.load(args.dir), lock=args.lock)
+        return guard_main(tenants.Roster.load(args.dir), lock=not args.name_only)
     if action == "start":
         roster = tenants.start(args.dir, args.port, args.learner_host,
-                               guard=args.guard or args.guard_lock, guard_lock=args.guard_lock)
+                               guard=not args.no_guard, guard_lock=not args.guard_name_only)
         print(f"classroom server running on 127.0.0.1:{roster.port} (pid {roster.pid}); "
               f"roster {roster.directory / tenants.ROSTER}")
     elif action == "use":

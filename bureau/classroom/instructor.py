@@ -264,7 +264,7 @@ def room(directory: str | Path, *, workers: int = WORKERS, row_budget: float = R
                for learner in learners]
     locked = {x.get("learner") for x in locked_learners(directory)}
     named = {x.get("learner") for x in suspected_learners(directory)}
-    for row in out:  # the room's guard named (or, opted in, locked) who ended others' sessions
+    for row in out:  # the room's guard locked (or, name-only, named) who ended others' sessions
         row["locked"] = row["learner"] in locked
         row["suspected"] = row["learner"] in named
     return out
@@ -292,7 +292,7 @@ def room_html(rows: list[dict[str, Any]]) -> str:
         body.append(
             f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}'
             f'{" (locked by the guard)" if r.get("locked") else ""}'
-            f'{" (ends others&#x27; sessions, says the guard)" if r.get("suspected") else ""}</td>'
+            f'{" (ended others&#x27; sessions: proved by the guard)" if r.get("suspected") else ""}</td>'
             f'<td class="lessons">{e(", ".join(r["lessons"])) or "—"}</td>'
             f'<td class="checks">{int(r["checks_passed"])}</td>'
             f'<td class="quiz">{int(r["quiz_right"])}/{int(r["quiz_answered"])}</td>'

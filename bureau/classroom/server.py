@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -345,11 +346,15 @@ def _read_log(path: Path) -> str:
         return f.read().decode(errors="replace")
 
 
-def kill_sessions(cur: Any, user: str) -> int:
+def kill_sessions(cur: Any, user: str,
+                  announce: Callable[[list[int]], None] | None = None) -> int:
     """End the learner's open sessions: a dropped account or a changed password does not close
-    a connection that is already logged in."""
+    a connection that is already logged in. ``announce`` is told the session ids first (the
+    room's guard then knows these KILLs are the instructor's)."""
     cur.execute("SHOW PROCESSLIST")
-    ids = [row[0] for row in cur.fetchall() if row[1] == user]
+    ids = [int(row[0]) for row in cur.fetchall() if row[1] == user]
+    if announce is not None:
+        announce(ids)
     for session in ids:
         try:
             cur.execute(f"KILL {int(session)}")

@@ -128,12 +128,12 @@ def _scrub(exc: BaseException, *secrets: str) -> str:
 
 # -- the classroom -------------------------------------------------------------------------------
 def start(directory: str | Path, port: int | None = None,
-          learner_host: str = LOOPBACK, guard: bool = False, guard_lock: bool = False) -> Roster:
+          learner_host: str = LOOPBACK, guard: bool = True, guard_lock: bool = True) -> Roster:
     """Start a seekdb server for a new classroom in ``directory`` (owner-only), or restart the
     stopped server of an existing one (same data, port, roster and ``root`` password: every
-    connection file keeps working). ``guard``: start the room's KILL guard beside it, an
-    experiment (:mod:`bureau.classroom.guard`: its timing attribution is not reliable, measured);
-    ``guard_lock``: it also locks whom it names."""
+    connection file keeps working). ``guard``: start the room's KILL guard beside it
+    (:mod:`bureau.classroom.guard`: it proves from the server's log who ended another account's
+    session); ``guard_lock``: it locks that account (otherwise it only names it)."""
     from . import guard as room_guard
 
     directory = private_dir(Path(directory).absolute())
@@ -235,27 +235,29 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     roster = Roster.load(directory)
     user = _known(roster, learner)
     password = srv.new_password()
+    from .guard import expect_kills, unlock
+
     with roster.admin() as cur:
         cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
         cur.execute("ALTER USER %s@'%%' ACCOUNT UNLOCK", (user,))  # the guard may have locked it
-        srv.kill_sessions(cur, user)
+        srv.kill_sessions(cur, user, expect_kills(roster.directory))
         if not keep_data:
             cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
             cur.execute(f"CREATE DATABASE `{user}`")
             cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
-    from .guard import unlock
-
     unlock(roster.directory, learner)
     return _issue(roster, learner, password)
 
 
 def remove(directory: str | Path, learner: str) -> None:
     """Drop a learner's account and database (their data is gone) and their connection file."""
+    from .guard import expect_kills
+
     roster = Roster.load(directory)
     user = _known(roster, learner)
     with roster.admin() as cur:
         cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
-        srv.kill_sessions(cur, user)
+        srv.kill_sessions(cur, user, expect_kills(roster.directory))
         cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
     roster.learners.remove(learner)
     roster.save()
