@@ -546,7 +546,8 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
     shutil.copy(SITE / "conf.py", src / "conf.py")
     shutil.copytree(SITE / "_static", src / "_static")
     index = (SITE / "index.md").read_text(encoding="utf-8")
-    (src / "index.md").write_text(index.replace(LESSONS_MARKER, lessons_index(repo=repository())),
+    (src / "index.md").write_text(index.replace(LESSONS_MARKER, lessons_index(
+        repo=repository(), ref=os.environ.get("GITHUB_REF_NAME") or "main")),
                                   encoding="utf-8")
     shutil.copytree(WIDGETS, src / "widgets", ignore=shutil.ignore_patterns("*.toml"))
     for page in sorted(DOCS.glob("*.md")):

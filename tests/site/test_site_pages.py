@@ -123,10 +123,17 @@ CUT_OFF = """() => {
                ' > ' + Math.round(art.right) + ' px)');
       continue;
     }
-    const ox = scroller && getComputedStyle(scroller).overflowX;
-    if (scroller && !['auto', 'scroll'].includes(ox) && scroller.scrollWidth > scroller.clientWidth + 1)
+    if (!scroller || scroller.scrollWidth <= scroller.clientWidth + 1) continue;  // it fits
+    const ox = getComputedStyle(scroller).overflowX;
+    if (el.tagName === 'PRE' && el.closest('.cell_output'))  // text a run printed: it wraps
+      cut.push(name(el) + ' runs ' + (scroller.scrollWidth - scroller.clientWidth) +
+               ' px past its box: printed text must wrap');
+    else if (!['auto', 'scroll'].includes(ox))
       cut.push(name(el) + ' is clipped (' + scroller.scrollWidth + ' px in ' +
                scroller.clientWidth + ' px, overflow ' + ox + ')');
+    else if (scroller.clientHeight > window.innerHeight)  // its scroll bar would be off screen
+      cut.push(name(el) + ' scrolls in a box ' + scroller.clientHeight + ' px tall, taller ' +
+               'than the window: its scroll bar is out of sight');
   }
   if (article.scrollWidth > article.clientWidth + 1)
     cut.push('the article itself is ' + article.scrollWidth + ' px wide in ' + article.clientWidth);
@@ -147,8 +154,9 @@ def _quiz_lessons() -> dict[str, int]:
 @pytest.mark.parametrize("path", _lesson_pages())
 def test_every_lesson_page_reads_whole(page, site_url, path):
     """Every lesson page: images load, no figure is left as ``<Figure size …>`` text, no widget
-    note stands where a quiz is (the quiz reads as text, answers folded), and no table, code
-    block or figure is cut off by the content column (it fits, or scrolls in its own box)."""
+    note stands where a quiz is (the quiz reads as text, answers folded), and nothing is cut off
+    at 1,280 px: printed text wraps; a table, code block or figure fits the column, or scrolls
+    in its own box no taller than the window (so its scroll bar is in sight with it)."""
     images, html, remote = read_page(page, site_url, path)
     assert_clean(path, images, html, remote)
     text = page.locator("article").inner_text()
