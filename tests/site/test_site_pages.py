@@ -179,3 +179,22 @@ def test_every_lesson_page_reads_whole(page, site_url, path):
         assert "Environment check:" in text, f"{path}: the environment report is not shown"
     cut = page.evaluate(CUT_OFF)
     assert not cut, f"{path}: cut off at 1,280 px:\n" + "\n".join(cut)
+
+
+def test_the_index_lists_each_lesson_once_with_its_time(page, site_url):
+    """The index's body names each lesson once (the H1 parts of a lesson are not lessons), with
+    the time ``tools/nbtool.py``'s COURSE gives it and what the learner will be able to do."""
+    images, html, remote = read_page(page, site_url, "index.html")
+    assert_clean("index.html", images, html, remote)
+    course = {Path(le.file).stem: le for le in sitebuild._nbtool().present()}
+    article = page.locator("article")
+    for lesson in sitebuild.lessons():
+        link = f'a[href$="lessons/{lesson.stem}.html"]'
+        count = article.locator(link).count()
+        assert count == 1, f"index: {lesson.name} listed {count} times"
+        item = article.locator("li", has=page.locator(link))
+        assert f"about {course[lesson.stem].minutes} min" in item.inner_text()
+        assert "You will be able to" in item.inner_text()
+    # every lesson's entry in the navigation is its title alone, not its parts
+    nav = page.locator("nav.bd-docs-nav a.reference")
+    assert sum(1 for t in nav.all_inner_texts() if t.strip()[:2].isdigit()) == len(course)
