@@ -222,8 +222,11 @@ def _state_lesson(state: dict, code: str) -> nbformat.NotebookNode:
 
 def test_a_quiz_reads_as_text_with_folded_answers():
     """Issue 34 §8: the site showed "An interactive widget is displayed here" for every quiz."""
-    from bureau.course.quiz import choice_order, questions
+    from bureau.course.quiz import choice_order, predict, questions, quiz
 
+    # the live widgets carry the classes the build reads
+    assert {sitebuild.QUIZ_CLASS, f"{sitebuild.QUIZ_LESSON_CLASS}03"} <= set(quiz("03")._dom_classes)
+    assert sitebuild.PREDICT_CLASS in predict("03-x")._dom_classes
     nb = _state_lesson({"w1": {"model_name": "VBoxModel", "state": {
         "_dom_classes": ["bureau-quiz", "bureau-quiz-lesson-03"],
         "children": ["IPY_MODEL_b1"]}},
