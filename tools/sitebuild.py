@@ -450,8 +450,11 @@ def repository() -> str | None:
     GitHub Actions), else this clone's ``origin`` remote when it is on GitHub."""
     if os.environ.get("GITHUB_REPOSITORY"):
         return os.environ["GITHUB_REPOSITORY"]
-    proc = subprocess.run(["git", "-C", str(REPO), "remote", "get-url", "origin"],
-                          capture_output=True, text=True)
+    try:
+        proc = subprocess.run(["git", "-C", str(REPO), "remote", "get-url", "origin"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):  # no git: a tarball of the course
+        return None
     m = GITHUB_REMOTE.search(proc.stdout.strip()) if proc.returncode == 0 else None
     return m.group(1) if m else None
 
