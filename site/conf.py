@@ -33,7 +33,9 @@ html_theme = "sphinx_book_theme"
 html_title = "Bureau: the course"
 html_copy_source = False
 html_show_sourcelink = False
-html_static_path: list[str] = []
+# bureau.css: a wider content column, text outputs that wrap, scroll bars that show (issue 34 §8).
+html_static_path = ["_static"]
+html_css_files = ["bureau.css"]
 html_theme_options = {
     "use_download_button": False,
     "use_fullscreen_button": False,

@@ -8,6 +8,7 @@ path, a key or a remote asset. The full build and the browser check run in the `
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import sys
 from pathlib import Path
@@ -49,7 +50,8 @@ def _lesson() -> nbformat.NotebookNode:
         "c1": {"state": {"_dom_classes": ["bureau-console"], "children": ["IPY_MODEL_x0"]}},
         "x0": {"state": {"_dom_classes": ["bureau-xray"]}},  # the console's own X-ray
         "x1": {"state": {"_dom_classes": ["bureau-xray"]}},
-        "q1": {"state": {"_dom_classes": ["bureau-quiz"]}},
+        "q1": {"model_name": "VBoxModel",
+               "state": {"_dom_classes": ["bureau-quiz", "bureau-quiz-lesson-02"]}},
     }}}
     return nb
 
@@ -71,7 +73,9 @@ def test_each_picture_goes_after_the_cell_that_displays_its_widget():
     assert sources[1].startswith("console, ui") and "../widgets/console.png" in sources[2]
     assert sources[3] == "plots.scores(answer)" and nb.cells[3].outputs  # figures stay
     assert sources[4].startswith("make_xray") and "../widgets/xray.png" in sources[5]
-    assert sources[6].startswith("quiz(") and sources[7] == sitebuild.NO_PICTURE_NOTE
+    # the quiz reads as text in its own cell: no note, no picture
+    assert sources[6].startswith("quiz(") and len(sources) == 7
+    assert "Check yourself: lesson 02" in nb.cells[6].outputs[0]["data"]["text/html"]
     assert "{figure}" in sources[2] and "the bureau-console" in sources[2]
     # no widget output survives, and no widget state (MyST-NB would load its CDN scripts)
     assert not any(sitebuild.WIDGET_MIME in o.get("data", {})
@@ -205,3 +209,104 @@ def test_readers_see_neither_test_markers_nor_lab_style_anchors():
     assert sitebuild.for_reader(nav) == (
         "[Contents](00_welcome.ipynb#contents) · [Glossary](GLOSSARY.md) · "
         "[# NBVAL_SKIP](x.ipynb)")
+
+
+def _state_lesson(state: dict, code: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(code)
+    cell.outputs = [_widget_output("w1")]
+    nb.cells = [cell]
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": state}}
+    return nb
+
+
+def test_a_quiz_reads_as_text_with_folded_answers():
+    """Issue 34 §8: the site showed "An interactive widget is displayed here" for every quiz."""
+    from bureau.course.quiz import choice_order, predict, questions, quiz
+
+    # the live widgets carry the classes the build reads
+    assert {sitebuild.QUIZ_CLASS, f"{sitebuild.QUIZ_LESSON_CLASS}03"} <= set(quiz("03")._dom_classes)
+    assert sitebuild.PREDICT_CLASS in predict("03-x")._dom_classes
+    nb = _state_lesson({"w1": {"model_name": "VBoxModel", "state": {
+        "_dom_classes": ["bureau-quiz", "bureau-quiz-lesson-03"],
+        "children": ["IPY_MODEL_b1"]}},
+        "b1": {"model_name": "ButtonModel", "state": {}}}, 'quiz("03", bureau)')
+    sitebuild.place_pictures(nb, "03_publish.ipynb", [])
+    assert len(nb.cells) == 1, "no note cell after the quiz"
+    (out,) = nb.cells[0].outputs
+    shown = out["data"]["text/html"]
+    qs = questions()["03"]
+    assert shown.count("<details>") == len(qs) == shown.count('class="bureau-quiz-question"')
+    for q in qs:
+        assert html.escape(q.question) in shown
+        for c in q.choices:  # every choice and every explanation is on the page
+            assert html.escape(c.text) in shown and html.escape(c.why) in shown
+        # the answer is inside the fold, after the choices, lettered as the site shows them
+        letter = "ABCD"[choice_order(q, "site").index(q.answer)]
+        block = shown[shown.index(html.escape(q.question)):]
+        assert block.index("<details>") < block.index(f"<b>Answer: {letter}.</b>")
+    assert "Answer:" in out["data"]["text/plain"]
+    assert sitebuild.NO_PICTURE_NOTE not in nbformat.writes(nb)
+
+
+def test_a_display_only_widget_reads_as_its_html_and_a_control_gets_the_note():
+    state = {
+        "w1": {"model_name": "VBoxModel", "state": {"_dom_classes": ["bureau-environment"],
+               "children": ["IPY_MODEL_s", "IPY_MODEL_h"]}},
+        "s": {"model_name": "HTMLModel", "state": {"value": "<style>.x{}</style>"}},
+        "h": {"model_name": "HTMLModel", "state": {
+            "value": "<h3>Environment check: 11/11 passed</h3>"}},
+    }
+    nb = _state_lesson(state, "report")
+    sitebuild.place_pictures(nb, "00_welcome.ipynb", [])
+    (out,) = nb.cells[0].outputs
+    assert "Environment check: 11/11 passed" in out["data"]["text/html"]
+    assert "bureau-environment" in out["data"]["text/html"]
+    assert out["data"]["text/plain"] == "Environment check: 11/11 passed"
+    # one control inside (a button) and it is a live widget: the note, not half a widget
+    state["h2"] = {"model_name": "ButtonModel", "state": {"description": "Go"}}
+    state["w1"]["state"]["children"].append("IPY_MODEL_h2")
+    nb = _state_lesson(state, "report")
+    sitebuild.place_pictures(nb, "00_welcome.ipynb", [])
+    assert nb.cells[0].outputs == [] and nb.cells[1].source == sitebuild.NO_PICTURE_NOTE
+
+
+def test_a_prediction_box_reads_as_its_prompt():
+    nb = _state_lesson({
+        "w1": {"model_name": "VBoxModel", "state": {"_dom_classes": ["bureau-predict"],
+               "children": ["IPY_MODEL_p", "IPY_MODEL_t"]}},
+        "p": {"model_name": "HTMLModel", "state": {"value": "<b>Who can read it?</b>"}},
+        "t": {"model_name": "TextareaModel", "state": {}}}, 'predict("01-x", bureau, "…")')
+    sitebuild.place_pictures(nb, "01_whisper.ipynb", [])
+    (out,) = nb.cells[0].outputs
+    assert "<b>Who can read it?</b>" in out["data"]["text/html"]
+    assert out["data"]["text/plain"] == "Who can read it?"
+
+
+def test_the_index_lists_each_lesson_once_with_its_time_and_goals():
+    nbtool = sitebuild._nbtool()
+    listed = sitebuild.lessons_index(repo="someone/bureau")
+    for le in nbtool.present():
+        stem = Path(le.file).stem
+        assert listed.count(f"<lessons/{stem}>") == 1, le.file
+        line = next(x for x in listed.splitlines() if f"<lessons/{stem}>" in x)
+        assert f"about {le.minutes} min" in line  # the time lesson headers and the kit show
+        assert ("https://mybinder.org/v2/gh/someone/bureau/main?urlpath=lab/tree/notebooks/"
+                f"{le.file}") in line
+    goals = [x for x in listed.splitlines() if x.startswith("  *You will be able to* ")]
+    assert len(goals) == len(nbtool.present()) and all(len(g) > 60 for g in goals)
+    assert "mybinder" not in sitebuild.lessons_index(repo=None)
+    index = (sitebuild.SITE / "index.md").read_text(encoding="utf-8")
+    assert sitebuild.LESSONS_MARKER in index and ":hidden:" in index
+
+
+def test_you_will_be_able_to_is_read_as_a_list_or_a_paragraph():
+    listed = nbformat.v4.new_markdown_cell(
+        "# 01\n\n**You will be able to…**\n\n1. write a card;\n2. read it\n   back.\n\n> Jargon")
+    inline = nbformat.v4.new_markdown_cell(
+        "# 05\n**You will be able to…** compute a leak rate; read a ROC curve.\n\nLessons 00–04")
+    for cell, want in ((listed, "write a card; read it back."),
+                       (inline, "compute a leak rate; read a ROC curve.")):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_markdown_cell("nav"), cell]
+        assert sitebuild.able_to(nb) == want

@@ -14,9 +14,16 @@ Why it is built this way:
   would fetch require.js and the widget manager from a CDN. Each widget output is replaced by the
   picture ``site/widgets/pictures.toml`` names for it (a screenshot from the browser tests,
   matched by lesson and by the widget's own DOM class, e.g. ``bureau-console``, read from the
-  widget state papermill saved), or, where no picture was taken, by a one-line note. A manifest
-  entry that matches no widget fails the build: a renamed widget cannot silently lose its
-  picture.
+  widget state papermill saved). A manifest entry that matches no widget fails the build: a
+  renamed widget cannot silently lose its picture.
+* **Widgets as text.** A "Check yourself" quiz is shown as its questions, choices and folded
+  answers with their explanations (``bureau.course.quiz.quiz_html``); a prediction box as its
+  prompt; a widget that only displays HTML (lesson 00's environment report, an X-ray) as that
+  HTML, from its saved state. Only a widget with controls and no picture is left a one-line note.
+* **Lessons listed once.** The index's lesson list is generated from ``tools/nbtool.py``'s
+  ``COURSE`` (the time every lesson header and the instructor kit show) and each lesson header's
+  "You will be able to…", with a launch link per lesson for Binder (which builds
+  ``environment.yml``) when the repository is known (``GITHUB_REPOSITORY`` or ``--repository``).
 * **One source.** The glossary and the instructor kit are copied from ``notebooks/`` as pages,
   and the reference pages from ``docs/`` (installation, threat model, benchmarks and labs, the
   classroom, architecture, tests): the README is only the front door and links to them.
@@ -174,6 +181,12 @@ def broken_links(site: Path) -> list[str]:
     return found
 
 
+def html_escape(text: str) -> str:
+    from html import escape
+
+    return escape(text)
+
+
 def html_unescape(href: str) -> str:
     from html import unescape
     from urllib.parse import unquote
@@ -243,13 +256,80 @@ def _picture_cell(picture: Picture) -> nbformat.NotebookNode:
 NO_PICTURE_NOTE = ("*An interactive widget is displayed here when the lesson runs (no picture of "
                    "it on this site; `make lab` to use it).*")
 
+# -- widgets as text --------------------------------------------------------------------------------
+QUIZ_CLASS = "bureau-quiz"
+QUIZ_LESSON_CLASS = "bureau-quiz-lesson-"
+"""``bureau.course.quiz.quiz`` gives its box both classes; the second names the lesson."""
+PREDICT_CLASS = "bureau-predict"
+DISPLAY_MODELS = {"HTMLModel", "HTMLMathModel", "LabelModel", "VBoxModel", "HBoxModel",
+                  "BoxModel"}
+"""Widgets that only show what their saved state holds: a tree of these reads the same static."""
+PREDICT_NOTE = ("<p class=\"bureau-muted\"><i>In the lesson, you write your prediction in a box "
+                "here and press Save before running the next cell.</i></p>")
+
+
+def _model(state: dict, ref: str) -> dict:
+    return state.get(ref.removeprefix("IPY_MODEL_"), {})
+
+
+def static_html(state: dict, model_id: str) -> str | None:
+    """The widget as static HTML when it only displays text (HTML, labels and boxes of them,
+    e.g. lesson 00's environment report, an X-ray, an attack report); ``None`` when any part of
+    it is a control (a button, a text box), which needs a kernel."""
+    model = _model(state, model_id)
+    name, st = model.get("model_name"), model.get("state", {})
+    if name not in DISPLAY_MODELS:
+        return None
+    if name in {"HTMLModel", "HTMLMathModel"}:
+        return str(st.get("value", ""))
+    if name == "LabelModel":
+        return html_escape(str(st.get("value", "")))
+    parts = [static_html(state, child) for child in st.get("children", [])]
+    if any(part is None for part in parts):
+        return None
+    direction = "row" if name == "HBoxModel" else "column"
+    classes = " ".join(["bureau-static-widget", *st.get("_dom_classes", [])])
+    return (f'<div class="{classes}" style="display: flex; flex-direction: {direction}; '
+            f'gap: 4px">{"".join(parts)}</div>')  # type: ignore[arg-type]
+
+
+def text_output(state: dict, model_id: str) -> nbformat.NotebookNode | None:
+    """A static output standing for a widget, or ``None`` (then a picture or a note does).
+
+    A quiz becomes its questions with folded answers (``bureau.course.quiz.quiz_html``, read
+    from the same ``quizzes.yaml`` the live quiz uses); a prediction box becomes its prompt; a
+    widget that only displays text becomes that text, from the state papermill saved."""
+    classes = _dom_classes(state, model_id)
+    lesson = next((c.removeprefix(QUIZ_LESSON_CLASS) for c in classes
+                   if c.startswith(QUIZ_LESSON_CLASS)), None)
+    if QUIZ_CLASS in classes and lesson is not None:
+        from bureau.course.quiz import quiz_html, quiz_text
+
+        shown, plain = quiz_html(lesson), quiz_text(lesson)
+    elif PREDICT_CLASS in classes:
+        children = _model(state, model_id).get("state", {}).get("children", [])
+        prompt = _model(state, children[0]).get("state", {}).get("value", "") if children else ""
+        shown = f'<div class="bureau-predict-text">{prompt}{PREDICT_NOTE}</div>'
+        plain = re.sub(r"<[^>]+>", "", prompt)
+    else:
+        found = static_html(state, model_id)
+        if found is None:
+            return None
+        shown, plain = found, re.sub(r"<[^>]+>", " ", re.sub(r"<style>.*?</style>", "", found,
+                                                              flags=re.S))
+    return nbformat.v4.new_output("display_data",
+                                  data={"text/html": shown, "text/plain": plain.strip()})
+
 
 def place_pictures(nb: nbformat.NotebookNode, lesson: str,
                    pictures: Iterable[Picture]) -> tuple[int, list[Picture]]:
-    """Replace each widget output of ``nb`` by its picture (or a note); return what was placed.
+    """Replace each widget output of ``nb`` by its picture, its text or a note; return what was
+    placed.
 
     A picture goes after the first cell of its lesson that displays a widget carrying its DOM
-    class; each picture is placed once. Returns ``(widget outputs replaced, pictures placed)``.
+    class; each picture is placed once. Any other widget that can be read as text (a quiz, a
+    prediction prompt, a report: :func:`text_output`) is shown as that text in its cell; only a
+    control-bearing widget without a picture gets the note. Returns ``(widget outputs replaced, pictures placed)``.
     """
     state = nb.metadata.get("widgets", {}).get(
         "application/vnd.jupyter.widget-state+json", {}).get("state", {})
@@ -274,6 +354,8 @@ def place_pictures(nb: nbformat.NotebookNode, lesson: str,
                 waiting.remove(match)
                 placed.append(match)
                 extra.append(_picture_cell(match))
+            elif (text := text_output(state, view.get("model_id", ""))) is not None:
+                kept.append(text)
             elif not extra:
                 extra.append(nbformat.v4.new_markdown_cell(NO_PICTURE_NOTE))
         cell.outputs = kept
@@ -333,6 +415,70 @@ def picture_problems(manifest: Path = MANIFEST) -> list[str]:
 
 
 # -- the build ------------------------------------------------------------------------------------
+LESSONS_MARKER = "<!--LESSONS-->"
+"""Where ``site/index.md`` gets the generated list of lessons."""
+ABLE = re.compile(r"\*\*You will be able to…\*\*[ \t]*(.*?)(?:\n[ \t]*\n(?![ \t]*\d+\.)|\Z)",
+                  re.S)
+BINDER = "https://mybinder.org/v2/gh/{repository}/{ref}?urlpath=lab/tree/notebooks/{file}"
+"""A lesson opened live on Binder, which builds the repository's ``environment.yml``."""
+GITHUB_REMOTE = re.compile(r"github\.com[:/]([\w.-]+/[\w.-]+?)(?:\.git)?$")
+
+
+def _nbtool():  # noqa: ANN202 - the module, loaded by path like the tests do
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nbtool", REPO / "tools" / "nbtool.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def able_to(nb: nbformat.NotebookNode) -> str:
+    """What a learner will be able to do, from the lesson's own header ("You will be able
+    to…": a numbered list or one paragraph), as one line; ``""`` when the header has none."""
+    for cell in nb.cells[:4]:
+        m = ABLE.search(cell.source) if cell.cell_type == "markdown" else None
+        if m:
+            items = [re.sub(r"^\d+\.\s*", "", part.strip()).rstrip(";.")
+                     for part in re.split(r"\n(?=[ \t]*\d+\.)", m.group(1).strip())]
+            return " ".join("; ".join(i for i in items if i).split()) + "."
+    return ""
+
+
+def repository() -> str | None:
+    """The GitHub ``owner/name`` the launch links point at: ``GITHUB_REPOSITORY`` (set in
+    GitHub Actions), else this clone's ``origin`` remote when it is on GitHub."""
+    if os.environ.get("GITHUB_REPOSITORY"):
+        return os.environ["GITHUB_REPOSITORY"]
+    try:
+        proc = subprocess.run(["git", "-C", str(REPO), "remote", "get-url", "origin"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):  # no git: a tarball of the course
+        return None
+    m = GITHUB_REMOTE.search(proc.stdout.strip()) if proc.returncode == 0 else None
+    return m.group(1) if m else None
+
+
+def lessons_index(nb_dir: Path = NOTEBOOKS, repo: str | None = None, ref: str = "main") -> str:
+    """The index's list of lessons: each once, with its time (``COURSE``, the number every
+    lesson header and the instructor kit show), what the learner will be able to do (the
+    lesson's own header) and, when the repository is known, a link that runs it on Binder."""
+    rows = []
+    for le in _nbtool().present(nb_dir):
+        nb = nbformat.read(nb_dir / le.file, as_version=4)
+        stem = Path(le.file).stem
+        time_ = f"about {le.minutes} min" if le.minutes else "not yet timed"
+        launch = (f" · [run it on Binder]({BINDER.format(repository=repo, ref=ref, file=le.file)})"
+                  if repo else "")
+        rows.append(f"- **{{doc}}`{le.title} <lessons/{stem}>`** · {time_}{launch}  \n"
+                    f"  *You will be able to* {able_to(nb) or le.summary + '.'}")
+    total = sum(le.minutes or 0 for le in _nbtool().present(nb_dir))
+    note = ("" if repo else "\n\nLaunch links to a hosted notebook service appear when the "
+            "site is built from a GitHub clone (`GITHUB_REPOSITORY`, or an `origin` on GitHub).")
+    return ("\n".join(rows) + f"\n\nAbout {total // 60} h {total % 60:02d} min in all, "
+            "counted as lesson 00's contents says." + note)
+
+
 def lessons(nb_dir: Path = NOTEBOOKS) -> list[Path]:
     return sorted(nb_dir.glob(LESSON_GLOB))
 
@@ -400,8 +546,12 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
         shutil.rmtree(src)
     (src / "lessons").mkdir(parents=True)
     (src / "docs").mkdir()
-    for name in ("conf.py", "index.md"):
-        shutil.copy(SITE / name, src / name)
+    shutil.copy(SITE / "conf.py", src / "conf.py")
+    shutil.copytree(SITE / "_static", src / "_static")
+    index = (SITE / "index.md").read_text(encoding="utf-8")
+    (src / "index.md").write_text(index.replace(LESSONS_MARKER, lessons_index(
+        repo=repository(), ref=os.environ.get("GITHUB_REF_NAME") or "main")),
+                                  encoding="utf-8")
     shutil.copytree(WIDGETS, src / "widgets", ignore=shutil.ignore_patterns("*.toml"))
     for page in sorted(DOCS.glob("*.md")):
         (src / "docs" / page.name).write_text(scrub.text(page.read_text(encoding="utf-8")),

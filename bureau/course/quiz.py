@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from ..service import Bureau
 
 QUIZ_FILE = Path(__file__).with_name("quizzes.yaml")
+QUIZ_CLASS_PREFIX = "bureau-quiz-lesson-"
+"""A quiz widget's DOM class ``bureau-quiz-lesson-03`` names its lesson for the site build."""
+SITE_LEARNER = "site"
+"""The learner key of the rendered site's choice order: shuffled like any learner's, so the
+static page does not give the answer away by its position in the file."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +138,52 @@ def quiz(lesson: str, bureau: Bureau | None = None) -> W.VBox:
         rows.append(W.VBox([W.HTML(f"<b>{n}. {html.escape(q.question)}</b>"), radio,
                             W.HBox([button, out])]))
     box = W.VBox([W.HTML(f"<h4>Check yourself: lesson {html.escape(str(lesson))}</h4>"), *rows])
+    # The classes name the quiz and its lesson, so a static page (tools/sitebuild.py) can put
+    # quiz_html(lesson) where the live widget stood.
+    box.add_class("bureau-quiz")
+    box.add_class(f"{QUIZ_CLASS_PREFIX}{lesson}")
     box.state = QuizState(radios, buttons, feedback, orders)  # type: ignore[attr-defined]
     return box
+
+
+def quiz_html(lesson: str, learner: str = SITE_LEARNER) -> str:
+    """The lesson's quiz as static HTML, for a page with no kernel (the course site).
+
+    Each question shows its choices (lettered, in ``learner``'s order) and a folded answer:
+    the right choice and every choice's explanation, since the wrong ones teach too (the
+    Hugging Face course's style). A ``<details>`` block needs no script, so the site stays
+    offline and a reader still has to open it to see the answer."""
+    items = []
+    for n, q in enumerate(questions().get(str(lesson), ()), start=1):
+        order = choice_order(q, learner)
+        letter = {i: chr(ord("A") + k) for k, i in enumerate(order)}
+        choices = "".join(f"<li>{html.escape(q.choices[i].text)}</li>" for i in order)
+        whys = "".join(
+            f"<li><b>{letter[i]}</b>: "
+            f"{html.escape(q.choices[i].why)}</li>" for i in order)
+        items.append(
+            f'<div class="bureau-quiz-question" data-question="{html.escape(q.id)}">'
+            f"<p><b>{n}. {html.escape(q.question)}</b></p>"
+            f'<ol type="A">{choices}</ol>'
+            f"<details><summary>Show the answer</summary>"
+            f"<p><b>Answer: {letter[q.answer]}.</b> {html.escape(q.choices[q.answer].text)}</p>"
+            f"<ul>{whys}</ul></details></div>")
+    return (f'<div class="bureau-quiz-text" data-lesson="{html.escape(str(lesson))}">'
+            f"<h4>Check yourself: lesson {html.escape(str(lesson))}</h4>{''.join(items)}"
+            "<p><i>Run the lesson to answer in the quiz itself: your answers go to your "
+            "progress record.</i></p></div>")
+
+
+def quiz_text(lesson: str, learner: str = SITE_LEARNER) -> str:
+    """:func:`quiz_html` as plain text (a notebook's ``text/plain`` beside the HTML)."""
+    lines = [f"Check yourself: lesson {lesson}"]
+    for n, q in enumerate(questions().get(str(lesson), ()), start=1):
+        order = choice_order(q, learner)
+        lines.append(f"{n}. {q.question}")
+        lines += [f"   {chr(ord('A') + k)}. {q.choices[i].text}" for k, i in enumerate(order)]
+        lines.append(f"   Answer: {chr(ord('A') + order.index(q.answer))}. "
+                     f"{q.choices[q.answer].why}")
+    return "\n".join(lines)
 
 
 def predict(item: str, bureau: Bureau | None = None, prompt: str = "Your prediction:"
@@ -157,6 +206,7 @@ def predict(item: str, bureau: Bureau | None = None, prompt: str = "Your predict
 
     save.on_click(on_save)
     box = W.VBox([W.HTML(f"<b>{html.escape(prompt)}</b>"), text, W.HBox([save, said])])
+    box.add_class("bureau-predict")  # a static page shows the prompt alone (tools/sitebuild.py)
     box.state = (text, save, said)  # type: ignore[attr-defined]
     return box
 
@@ -200,4 +250,4 @@ def reveal(item: str, bureau: Bureau | None, this_run: object = None) -> Reveal:
 
 
 __all__ = ["Choice", "Question", "QuizState", "Reveal", "choice_order", "last_prediction",
-           "learner_key", "predict", "questions", "quiz", "reveal"]
+           "learner_key", "predict", "questions", "quiz", "quiz_html", "quiz_text", "reveal"]

@@ -101,3 +101,100 @@ def test_reference_page_renders_and_links_back_to_the_lessons(page, site_url, sc
 def test_the_whole_built_site_is_clean(site_url):
     """Every file of the site, not only the three pages: search index, static files, sources."""
     assert sitebuild.problems(SITE_HTML) == []
+
+
+# -- every lesson page, as a learner reads it at 1,280 px (issue 34 §8) -------------------------
+CUT_OFF = """() => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('article');
+  const art = article.getBoundingClientRect();
+  const cut = [];
+  const name = el => el.tagName.toLowerCase() + ' "' +
+    (el.innerText || el.getAttribute('src') || '').trim().slice(0, 60).replace(/\\s+/g, ' ') + '"';
+  for (const el of article.querySelectorAll('table, pre, .cell_output img')) {
+    if (el.offsetParent === null) continue;  // not shown (a folded answer)
+    let a = el, scroller = null;
+    while (a && a !== article) {  // the nearest box that clips or scrolls it, below the article
+      if (getComputedStyle(a).overflowX !== 'visible') { scroller = a; break; }
+      a = a.parentElement;
+    }
+    const box = (scroller || el).getBoundingClientRect();
+    if (box.right > art.right + 1 || box.left < art.left - 1) {
+      cut.push(name(el) + ' reaches past the content column (' + Math.round(box.right) +
+               ' > ' + Math.round(art.right) + ' px)');
+      continue;
+    }
+    if (!scroller || scroller.scrollWidth <= scroller.clientWidth + 1) continue;  // it fits
+    const ox = getComputedStyle(scroller).overflowX;
+    if (el.tagName === 'PRE' && el.closest('.cell_output'))  // text a run printed: it wraps
+      cut.push(name(el) + ' runs ' + (scroller.scrollWidth - scroller.clientWidth) +
+               ' px past its box: printed text must wrap');
+    else if (!['auto', 'scroll'].includes(ox))
+      cut.push(name(el) + ' is clipped (' + scroller.scrollWidth + ' px in ' +
+               scroller.clientWidth + ' px, overflow ' + ox + ')');
+    else if (scroller.clientHeight > window.innerHeight)  // its scroll bar would be off screen
+      cut.push(name(el) + ' scrolls in a box ' + scroller.clientHeight + ' px tall, taller ' +
+               'than the window: its scroll bar is out of sight');
+  }
+  if (article.scrollWidth > article.clientWidth + 1)
+    cut.push('the article itself is ' + article.scrollWidth + ' px wide in ' + article.clientWidth);
+  return cut;
+}"""
+
+
+def _lesson_pages() -> list[str]:
+    return [f"lessons/{p.stem}.html" for p in sitebuild.lessons()]
+
+
+def _quiz_lessons() -> dict[str, int]:
+    from bureau.course.quiz import questions
+
+    return {k: len(v) for k, v in questions().items()}
+
+
+@pytest.mark.parametrize("path", _lesson_pages())
+def test_every_lesson_page_reads_whole(page, site_url, path):
+    """Every lesson page: images load, no figure is left as ``<Figure size …>`` text, no widget
+    note stands where a quiz is (the quiz reads as text, answers folded), and nothing is cut off
+    at 1,280 px: printed text wraps; a table, code block or figure fits the column, or scrolls
+    in its own box no taller than the window (so its scroll bar is in sight with it)."""
+    images, html, remote = read_page(page, site_url, path)
+    assert_clean(path, images, html, remote)
+    text = page.locator("article").inner_text()
+    assert "<Figure size" not in text, f"{path}: a figure shown as text, not an image"
+    drawn = [i for i in images if i["output"]]
+    assert all(i["width"] > 0 for i in drawn)
+    lesson = Path(path).stem[:2]
+    quizzed = _quiz_lessons().get(lesson, 0)
+    if quizzed:
+        quiz = page.locator(".bureau-quiz-text")
+        assert quiz.count() == 1, f"{path}: the quiz is not on the page as text"
+        assert quiz.locator(".bureau-quiz-question").count() == quizzed
+        assert quiz.locator("details").count() == quizzed, "each answer folded in <details>"
+        assert "An interactive widget is displayed here" not in quiz.inner_text()
+        cell = page.locator(".cell", has=quiz)
+        assert "An interactive widget" not in cell.inner_text()
+        # the answers stay folded until opened
+        assert not quiz.locator("details").first.evaluate("d => d.open")
+    if lesson == "00":
+        assert "Environment check:" in text, f"{path}: the environment report is not shown"
+    cut = page.evaluate(CUT_OFF)
+    assert not cut, f"{path}: cut off at 1,280 px:\n" + "\n".join(cut)
+
+
+def test_the_index_lists_each_lesson_once_with_its_time(page, site_url):
+    """The index's body names each lesson once (the H1 parts of a lesson are not lessons), with
+    the time ``tools/nbtool.py``'s COURSE gives it and what the learner will be able to do."""
+    images, html, remote = read_page(page, site_url, "index.html")
+    assert_clean("index.html", images, html, remote)
+    course = {Path(le.file).stem: le for le in sitebuild._nbtool().present()}
+    article = page.locator("article")
+    for lesson in sitebuild.lessons():
+        link = f'a[href$="lessons/{lesson.stem}.html"]'
+        count = article.locator(link).count()
+        assert count == 1, f"index: {lesson.name} listed {count} times"
+        item = article.locator("li", has=page.locator(link))
+        assert f"about {course[lesson.stem].minutes} min" in item.inner_text()
+        assert "You will be able to" in item.inner_text()
+    # every lesson's entry in the navigation is its title alone, not its parts
+    nav = page.locator("nav.bd-docs-nav a.reference")
+    assert sum(1 for t in nav.all_inner_texts() if t.strip()[:2].isdigit()) == len(course)
