@@ -350,12 +350,12 @@ def test_a_learner_polling_the_process_list_through_the_hub_reads_no_sealed_text
                 "poller = Poller(Path(os.environ['BUREAU_CLASSROOM'])).start()")
             assert err is None, err
             _, err = kernels["ada"].run(
-                "import os, subprocess, sys, tempfile\n"
+                "import os, subprocess, sys\n"
                 "from bureau.classroom.inflight import WRITER\n"
-                f"env = {{**os.environ, 'BUREAU_SEAL': {seal!r}, "
-                "'BUREAU_DATA_DIR': tempfile.mkdtemp()}\n"
-                f"subprocess.run([sys.executable, '-c', WRITER, *{tokens!r}], env=env, "
-                "check=True, timeout=600, capture_output=True)")
+                f"env = {{**os.environ, 'BUREAU_SEAL': {seal!r}}}\n"  # her own data directory
+                f"p = subprocess.run([sys.executable, '-c', WRITER, *{tokens!r}], env=env, "
+                "timeout=600, capture_output=True, text=True)\n"
+                "assert p.returncode == 0, p.stderr[-1500:]")
             assert err is None, err
             out, err = kernels["grace"].run(
                 f"print(json.dumps(tally(poller.stop(), {tokens!r}, poller.polls)))")
