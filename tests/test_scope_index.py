@@ -260,3 +260,22 @@ def test_the_cache_can_be_turned_off_from_the_environment(monkeypatch):
     monkeypatch.setenv("BUREAU_SCOPE_CACHE", "0.9")
     with pytest.raises(ConfigurationError, match="BUREAU_SCOPE_CACHE"):
         Settings.from_env()
+
+
+def test_the_cache_is_turned_off_and_on_in_an_open_bureau(bureau, case):
+    """``bureau.settings = ...with_(scope_cache=0)`` reaches the gateway: nothing is held, the
+    search is PowerMem's own and finds the same card; back on, the matrices are rebuilt."""
+    gw, before = bureau.gateway, bureau.settings
+    q = "What is the combination of the safe in the study?"
+    on = [c.id for s in case.retrieve("informant", q).scopes for c in s.hits]
+    try:
+        bureau.settings = before.with_(scope_cache=0)
+        assert not gw.scopes.enabled and gw.scope_search.footprint()["scopes"] == 0
+        off = [c.id for s in case.retrieve("informant", q).scopes for c in s.hits]
+        assert off == on and on
+        assert gw.scope_search.footprint()["scopes"] == 0
+    finally:
+        bureau.settings = before
+    assert gw.scopes.enabled
+    assert [c.id for s in case.retrieve("informant", q).scopes for c in s.hits] == on
+    assert gw.scope_search.footprint()["scopes"] >= 2
