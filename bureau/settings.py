@@ -97,6 +97,15 @@ def _positive(value: object, label: str) -> float:
     return x
 
 
+def _scope_cache(value: object, label: str) -> float:
+    """0 (off) or a memory bound between 1.05 and 4 times the raw vectors (ids and norms take
+    0.8 % more than the vectors, so a bound below 1.05 would leave no room to add a card)."""
+    number = _real(value, label)
+    if number != 0 and not 1.05 <= number <= 4:
+        raise ConfigurationError(f"{label}={number!r} must be 0 (off) or between 1.05 and 4.")
+    return float(number)
+
+
 def _integer(value: object, lo: int, hi: int, label: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigurationError(f"{label} must be a whole number, not {value!r}.")
@@ -266,6 +275,13 @@ class Settings:
     query_per_scope: bool = False
     """False: one filtered query covers the role's space and the board (fast). True: one query
     per scope, so the X-ray can time each scope on its own (about twice the search time)."""
+    scope_cache: float = 1.5
+    """Searches scan an in-process float32 copy of each searched scope's vectors (as stored:
+    turned by the scope's rotation when sealed; :mod:`bureau.storage.scope_index`) and read only
+    the candidate rows from the store: the same cards and scores as seekdb's exact scan, at a
+    fraction of its time. The copies hold at most this many times the raw vectors of the scopes
+    searched (1.05 to 4); 0 turns them off (every search is then seekdb's own).
+    ``BUREAU_SCOPE_CACHE``."""
     responder: Literal["evidence", "llm"] = "evidence"
     llm: LLMSettings | None = None
     publish_lease_s: float = 30.0
@@ -319,6 +335,7 @@ class Settings:
         _set(self, "search_limit", check_limit(self.search_limit, "search_limit",
                                                ConfigurationError))
         _flag(self.query_per_scope, "query_per_scope")
+        _set(self, "scope_cache", _scope_cache(self.scope_cache, "scope_cache"))
         _flag(self.seal, "seal")
         _choice(self.responder, RESPONDERS, "responder")
         if self.llm is not None and not isinstance(self.llm, LLMSettings):
@@ -382,6 +399,9 @@ class Settings:
                 password=os.environ.get("BUREAU_SEEKDB_PASSWORD", ""),
                 db_name=os.environ.get("BUREAU_SEEKDB_DB", "test"),
             )
+        if v := os.environ.get("BUREAU_SCOPE_CACHE"):
+            env["scope_cache"] = _scope_cache(_env_number(v, "BUREAU_SCOPE_CACHE"),
+                                              "BUREAU_SCOPE_CACHE")
         if v := os.environ.get("BUREAU_LLM_MODEL"):
             env["responder"] = "llm"
             env["llm"] = LLMSettings(

@@ -103,9 +103,11 @@ def test_cli_bench_prints_and_writes_machine_readable_figures(tmp_path):
     assert [(r["cards"], r["sealed"]) for r in rows] == [(60, True), (60, False)]
     for row in rows:
         for key in ("interrogate_p50_ms", "interrogate_p95_ms", "raw_search_p50_ms", "ratio_p50",
-                    "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms"):
+                    "publish_first_p50_ms", "publish_repeat_p50_ms", "raw_add_p50_ms",
+                    "floor_p50_ms", "floor_ratio_p50", "interrogate_search_p50_ms", "cache_mb"):
             assert row[key] > 0, key
+        assert row["cache_ratio"] <= 1.5  # the scope cache's bound (Settings.scope_cache)
         assert row["board_copies"] == row["published_sources"]
     assert "ratio_p50" in out.stdout and (tmp_path / "out" / "bench.csv").exists()
-    assert "sealed / unsealed" in out.stdout
+    assert "sealed / unsealed" in out.stdout and "scope cache in memory" in out.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -230,7 +230,9 @@ def test_another_roles_card_count_changes_no_figure(bureau):
     same fresh questions of both, in random order. No figure the detective, the events or the
     stage show may be slower in the crowded case more often than chance (a sign test, 4 sd).
     Before the searches named the (case, role) index, seekdb scanned every row of the case
-    for each scope: the detective's own-scope latency doubled beside the crowded suspect."""
+    for each scope: the detective's own-scope latency doubled beside the crowded suspect. With
+    the scope cache (issue 36) both suspects' matrices are held in memory while the detective
+    asks: a scope's matrix is built by its own searches and never evicted for another's."""
     quiet = bureau.load_scenario("safe-combination")
     crowded = bureau.load_scenario("safe-combination")
     try:
@@ -239,6 +241,11 @@ def test_another_roles_card_count_changes_no_figure(bureau):
         bureau.gateway.encoder.embed(notes)
         for note in notes:
             crowded.whisper("suspect", note)
+        for c in (quiet, crowded):  # both suspects' scopes held in the scope cache too
+            c.interrogate("suspect", "Which door was repainted?")
+        held = bureau.gateway.scopes
+        assert held.get(crowded.space.store_id, "suspect").n == \
+            bureau.gateway.count(crowded.space, "suspect") >= 300
         rng = random.Random(7)
         pairs = 150
         slower: dict[str, int] = {}

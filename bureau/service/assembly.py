@@ -146,5 +146,7 @@ def reconfigure(parts: Parts, new: Settings) -> list[str]:
         parts.mediator = build_mediator(new)
     if "seal" in diff:  # how new cards are written; sealed ones are opened either way
         parts.gateway.settings = parts.gateway.settings.with_(seal=new.seal)
+    if "scope_cache" in diff:  # the search cache's bound, or off (issue 36)
+        parts.gateway.scope_search.configure(new.scope_cache)
     parts.settings = new
     return diff

@@ -9,7 +9,10 @@ accident:
 * every returned row is checked again against the scope that was asked for (a filter bug must
   surface as ``BoundaryViolation``, not as a quiet leak);
 * calls are serialised by the storage lock (PowerMem crashes the process under threads);
-* search is vector-only, one statement per retrieval, and each scope gets its own top-k;
+* search is vector-only, one statement per retrieval, and each scope gets its own top-k,
+  through this process's copy of each scope's vectors (:mod:`.scope_search`); every write bumps
+  its scope's version in the store, so those copies -- here and in every other process sharing
+  the store -- stay in step;
 * with ``Settings.seal`` (the default) every text is sealed before it leaves the process and
   every vector turned by its scope's rotation (:mod:`bureau.sealing`); every delete destroys the
   card's key *before* the row goes, so a crash in between leaves noise, never text.
@@ -18,7 +21,6 @@ accident:
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,10 +42,10 @@ from .diskspace import check_writable, explain_write_failure
 from .rows import META_KEYS
 from .rows import check_row as _check_row
 from .rows import ids_of as _ids
-from .rows import sql_name as _sql_name
 from .rows import ts_text as _ts
+from .scope_search import ScopeSearch
 from .sealed_writes import check_seal_keys, write_sealed
-from .setup import LOCK, open_store, scope_index, sql_engine, store_key
+from .setup import LOCK, open_store, sql_engine, store_key
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,9 @@ class MemoryGateway:
         written), and destroys keys on every delete."""
         self.on_step: Callable[[str], None] = lambda point: None
         """Called at named steps (the service points it at its fault injection)."""
+        self.scope_search = ScopeSearch(self)
+        self.scopes = self.scope_search.index
+        """This process's scope matrices (:mod:`.scope_index`); every write reaches them."""
 
     def _retry(self, fn: Any, what: str, landed: Any = None) -> Any:
         """A server store's call survives one lost connection (:mod:`.reconnect`): a learner's
@@ -142,6 +147,7 @@ class MemoryGateway:
             return None if found is None else found[0].id
 
         card_id = self._retry(write, "writing a card", landed)
+        self.scope_search.wrote(uid, owner, added=[card_id])
         return self._card(
             {"id": card_id, "memory": content, "user_id": uid, "agent_id": owner,
              "metadata": metadata},
@@ -203,6 +209,7 @@ class MemoryGateway:
             ids = self._retry(insert, "writing cards", landed)
             if len(ids) != len(rows):
                 raise BoundaryViolation(f"Bulk insert returned {len(ids)} ids for {len(rows)} rows.")
+            self.scope_search.wrote(uid, owner, added=ids, vectors=chunk_vectors)
             cards += [
                 self._card({"id": str(i), "memory": row["data"], "user_id": uid,
                             "agent_id": owner, "metadata": row["metadata"]}, case_id)
@@ -232,7 +239,10 @@ class MemoryGateway:
                 return False
             self.sealer.forget(uid, owner, [card_id])
             self.on_step("forget.after_key_destroyed")
-            return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
+            try:
+                return bool(self.memory.delete(int(card_id), user_id=uid, agent_id=owner))
+            finally:  # its vector leaves every scope matrix too
+                self.scope_search.wrote(uid, owner, removed=[card_id])
 
     def delete_or_gone(self, case: CaseSpace, owner: str, card_id: str) -> bool:
         """True once the card is not in the store any more (deleted now, or already gone)."""
@@ -252,17 +262,22 @@ class MemoryGateway:
         return int(self._retry(lambda: self._purge_space(uid, max_rounds), "deleting cards"))
 
     def _purge_space(self, uid: str, max_rounds: int) -> int:
-        deleted = 0
+        deleted, owners = 0, []
         with self._writing(guard=False), LOCK:
             self.sealer.forget_namespace(uid)  # every key of the namespace first
-            for _ in range(max_rounds):
-                rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
-                if not rows:
-                    break
-                for row in rows:
-                    _check_row(row, uid, None, "purge")
-                    if self.memory.delete(int(row["id"]), user_id=uid, agent_id=row.get("agent_id")):
-                        deleted += 1
+            try:
+                for _ in range(max_rounds):
+                    rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
+                    if not rows:
+                        break
+                    for row in rows:
+                        _check_row(row, uid, None, "purge")
+                        owners.append(str(row.get("agent_id")))
+                        if self.memory.delete(int(row["id"]), user_id=uid,
+                                              agent_id=row.get("agent_id")):
+                            deleted += 1
+            finally:
+                self.scope_search.wrote_space(uid, owners)
             left = int(self.memory.count_all(user_id=uid))
         if left:
             raise BoundaryViolation(f"{left} cards of {uid} survived deletion.")
@@ -275,15 +290,18 @@ class MemoryGateway:
         deleted = 0
         with self._writing(guard=False), LOCK:
             self.sealer.forget_scope(uid, owner)  # the scope's keys first
-            for _ in range(max_rounds):
-                rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
-                                           offset=0)["results"]
-                if not rows:
-                    break
-                for row in rows:
-                    _check_row(row, uid, owner, "purge")
-                    if self.memory.delete(int(row["id"]), user_id=uid, agent_id=owner):
-                        deleted += 1
+            try:
+                for _ in range(max_rounds):
+                    rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
+                                               offset=0)["results"]
+                    if not rows:
+                        break
+                    for row in rows:
+                        _check_row(row, uid, owner, "purge")
+                        if self.memory.delete(int(row["id"]), user_id=uid, agent_id=owner):
+                            deleted += 1
+            finally:
+                self.scope_search.wrote(uid, owner, forget=True)
             left = int(self.memory.count_all(user_id=uid, agent_id=owner))
         if left:
             raise BoundaryViolation(f"{left} cards of {uid}/{owner} survived deletion.")
@@ -337,80 +355,29 @@ class MemoryGateway:
         of its own must not push a relevant board copy out of the results (one filtered query
         with ``agent_id IN (...)`` and a shared limit did exactly that).
 
-        Speed without changing the answer: one SQL statement holds one sub-query per scope --
-        each exactly the query PowerMem's own search sends (same filter, same distance, same
-        ``APPROXIMATE LIMIT``) -- joined by ``UNION ALL``. That is one round trip instead of one
-        per scope, and it skips PowerMem's per-call query building (about 4 ms a search). Each
-        sub-query orders by the distance it selects (``ORDER BY _dist``), so seekdb parses the
-        ~4.7 kB vector literal once per scope instead of twice (a fifth of a 2-scope search's
-        time in seekdb). The tests compare it card for card with PowerMem's per-scope search.
+        With the scope cache on (``Settings.scope_cache``, the default) each scope's matrix in
+        this process picks the candidates and one statement reads them, seekdb's distances and
+        the scopes' versions: the same cards, scores and order as :meth:`search_scopes_exact`
+        (tests/test_scope_index.py). Off, PowerMem's own per-scope queries in one statement.
+        Sealed scopes: each scope's query is turned by its rotation (:mod:`.scope_search`).
         """
-        case_id, uid = _ids(case)
+        _ids(case)
         wanted = list(dict.fromkeys(owners))
         k = int(limit_per_scope)
-        engine = sql_engine(self.memory)
-        if engine is None:  # not an SQL store: one PowerMem search per scope
+        if sql_engine(self.memory) is None:  # not an SQL store: one PowerMem search per scope
             start = time.perf_counter()
             found = {o: self.search_scope(case, o, vector, k)[0] for o in wanted}
             return found, (time.perf_counter() - start) * 1000
-        vs = self.memory.storage.vector_store
-        cols = [vs.text_field, vs.metadata_field, vs.primary_field, "user_id", "agent_id",
-                "created_at"]
-        # The vector literal exactly as pyobvector writes it (str of each float32), so distances
-        # are identical; each scope's query turned by that scope's rotation (sealed scopes).
-        def lit(owner: str) -> str:
-            turned = self.sealer.query(uid, owner, vector)
-            return "[" + ",".join(
-                map(str, np.asarray(turned, dtype=np.float64).astype(np.float32))) + "]"
-        inner = ", ".join(f"`{c}`" for c in cols)
-        # The (case, role) index, named: unhinted, seekdb scans the whole case's rows, and a
-        # role's search time (in its X-ray) grew with the cards other roles hold.
-        hint = f"/*+ INDEX(`{vs.collection_name}` `{scope_index(vs.collection_name)}`) */"
-        parts = [
-            f"(SELECT {hint} {inner}, cosine_distance(`{vs.vector_field}`, '{lit(owner)}')"
-            " AS _dist"
-            f" FROM `{vs.collection_name}` WHERE `user_id` = {_sql_name(uid)}"
-            f" AND `agent_id` = {_sql_name(owner)}"
-            f" ORDER BY `_dist` APPROXIMATE LIMIT {k})"
-            for owner in wanted
-        ]
-        # Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
-        # names its columns itself: select them again, by position, from the union. The last
-        # part is one row of NULLs (dropped below) so the result is never empty: on an empty
-        # result pyobvector's cursor parses the whole statement with sqlglot to name its
-        # columns, ~20 ms of Python for the vector literals (every search of an empty scope).
-        parts.append(f"(SELECT {', '.join(['NULL'] * (len(cols) + 1))})")
-        sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
-               + " UNION ALL ".join(parts) + ") AS u")
-        start = time.perf_counter()
+        return self.scope_search.search(case, wanted, vector, k)
 
-        def search() -> Any:
-            with LOCK, engine.connect() as conn:
-                # No bind parameters, no SQLAlchemy compilation: scanning the ~10 kB statement
-                # for them cost more than seekdb's search (the names are validated literals).
-                return conn.exec_driver_sql(sql).fetchall()
-
-        rows = self._retry(search, "searching")
-        ms = (time.perf_counter() - start) * 1000
-        out: dict[str, list[tuple[float, MemoryCard]]] = {o: [] for o in wanted}
-        checked: list[dict[str, Any]] = []
-        for content, meta, row_id, row_uid, owner, created, dist in rows:
-            if row_id is None and owner is None and dist is None:  # the NULL row above
-                continue
-            if owner not in out:
-                raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
-                                        f"{row_uid}/{owner}.")
-            checked.append(_check_row({
-                "id": row_id, "memory": content, "user_id": row_uid, "agent_id": owner,
-                "metadata": json.loads(meta) if isinstance(meta, str | bytes) else (meta or {}),
-                "created_at": created,
-                # PowerMem's similarity for cosine distance d, so _scored reads both paths alike
-                "score": max(0.0, 1.0 - float(dist) / 2.0), "_dist": float(dist),
-            }, uid, owner, "search"))
-        for row in self._opened(uid, checked):
-            out[row["agent_id"]].append((row["_dist"], self._scored(row, case_id)))
-        found = {o: [c for _, c in sorted(hits, key=lambda h: h[0])][:k] for o, hits in out.items()}
-        return found, ms
+    def search_scopes_exact(
+        self, case: CaseSpace, owners: Sequence[str], vector: np.ndarray, limit_per_scope: int
+    ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """seekdb's exact search of each scope, ordered by (distance, id): the reference the
+        scope cache must equal (:meth:`.ScopeSearch.exact`)."""
+        _ids(case)
+        return self.scope_search.exact(case, list(dict.fromkeys(owners)), vector,
+                                       int(limit_per_scope))
 
     def raw_search(
         self, case: CaseSpace, owner: str, query: str, limit: int
@@ -421,7 +388,8 @@ class MemoryGateway:
             return self.memory.search(query, user_id=uid, agent_id=owner, limit=limit)["results"]
 
     def raw_add(self, case: CaseSpace, owner: str, content: str) -> str:
-        """PowerMem's own ``Memory.add``: the benchmark's baseline for publish."""
+        """PowerMem's own ``Memory.add``: the benchmark's baseline for publish. The caller must
+        pass the id to ``scope_search.announce`` (untimed), or searches miss the card."""
         _, uid = _ids(case)
         with self._writing(), LOCK:
             r = self.memory.add(content, user_id=uid, agent_id=owner, infer=False)

@@ -3,7 +3,8 @@
 Kept beside the gateway, which calls them: ids are drawn before the insert so each ciphertext is
 bound to its card id, keys are made durable before any row is written, and the rows are
 inserted exactly as PowerMem's ``insert`` writes them (same record builder, same ``REPLACE``),
-so a retried insert cannot add a card.
+so a retried insert cannot add a card. Every batch, once in the store, bumps its scope's
+version (:mod:`.scope_search`), so no process's copy of the scope's vectors misses it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
                 replace_rows(conn, vs, records)
 
         gateway._retry(insert, "writing cards")
+        # the scope's version bumped, this process's matrix given the vectors as stored (turned)
+        gateway.scope_search.wrote(uid, owner, added=ids, vectors=turned)
         cards += [
             gateway._card({"id": i, "memory": text, "user_id": uid, "agent_id": owner,
                         "metadata": m}, case_id)

@@ -242,6 +242,30 @@ def _index_cases(memory: Any, table: str) -> None:
         conn.commit()
 
 
+def versions_table(table: str) -> str:
+    """The table of per-scope write versions beside the card table (:func:`_create_versions`)."""
+    return f"{table}_scope_versions"[:64]
+
+
+def _create_versions(memory: Any, table: str) -> None:
+    """Create the scope versions table: one row per (case, role) scope, bumped by every write
+    the gateway makes to that scope, so an in-process copy of a scope's vectors
+    (:mod:`bureau.storage.scope_index`) can tell in the same statement as its search whether
+    any process has written to the scope since the copy was made. It lives in the store, beside
+    the cards it counts, so every process sharing the store (embedded or server) sees it."""
+    from sqlalchemy import text
+
+    engine = sql_engine(memory)
+    if engine is None:
+        return
+    with LOCK, engine.connect() as conn:
+        conn.execute(text(
+            f"CREATE TABLE IF NOT EXISTS `{versions_table(table)}` ("
+            "`user_id` VARCHAR(128) NOT NULL, `agent_id` VARCHAR(128) NOT NULL, "
+            "`version` BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (`user_id`, `agent_id`))"))
+        conn.commit()
+
+
 # -- disk footprint (embedded seekdb) -------------------------------------------------------------
 _SEEKDB_LOG_PARAMETERS = (("syslog_level", "WARN"), ("max_syslog_file_count", "1"))
 """seekdb parameters set on every embedded open (read back first, written only when different).
@@ -472,6 +496,7 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
 
             pre_ping(sql_engine(memory))
         _index_cases(memory, settings.collection)
+        _create_versions(memory, settings.collection)
         _bound_disk_footprint(memory, settings)
         _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
         return memory, encoder

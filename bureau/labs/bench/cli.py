@@ -11,7 +11,8 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--sizes", default="100,1000,10000", help="cards per case, comma-separated")
+    p.add_argument("--sizes", default="100,1000,10000", help="cards per case, comma-separated (the issue-36 "
+                   "figures: 100,1000,10000,50000,100000)")
     p.add_argument("--queries", type=int, default=40, help="timed questions per size")
     p.add_argument("--out", type=Path, default=Path("bench-results"),
                    help="folder for bench.json and bench.csv")

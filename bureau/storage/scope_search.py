@@ -1,0 +1,392 @@
+"""Scope search: the gateway's search statements, and the scope cache kept in step with the store.
+
+The gateway (:class:`~bureau.storage.gateway.MemoryGateway`) asks here for each scope's own
+top-k. Three ways, one answer:
+
+* **cached** (``Settings.scope_cache`` > 0, the default): each scope's in-process matrix
+  (:mod:`.scope_index`) names the candidates -- every card that may be in the scope's exact
+  top-k -- and one statement reads just those rows by primary key, with seekdb's own
+  ``cosine_distance`` ordered by (distance, id), beside the scopes' write versions. The same
+  cards, scores and order as the exact search below, at a fraction of its time (issue 36).
+* **exact** (:meth:`ScopeSearch.exact`): seekdb scans every row of each scope, ``ORDER BY
+  distance, id LIMIT k``: the reference the cache must equal, and its fallback.
+* **approximate** (cache off): PowerMem's own per-scope query (``APPROXIMATE LIMIT``), one
+  sub-query per scope in one statement.
+
+Sealed memory (issue 31): a sealed scope's stored vectors are turned by the scope's secret
+rotation, so its matrix holds the *turned* vectors, exactly as the store does, and the query is
+turned by that scope's rotation before it meets the matrix or the store: every cosine, hence
+every candidate and every top-k, is what it is unsealed. Rows come back sealed and are opened by
+the gateway's sealer; a forgotten card (its key destroyed) is left out, on every path alike.
+
+Staying in step, also with other processes: every gateway write to a scope -- clear or sealed,
+add, delete or purge -- bumps the scope's row in the store's versions table
+(:func:`.setup.versions_table`) *after* the write (:meth:`ScopeSearch.wrote`); a search reads
+its scopes' versions in the same statement as the candidates, and a matrix whose version is not
+the store's is dropped and rebuilt. A write of this process updates its matrix in place when the
+bump shows no other writer came between; a purge drops the matrices.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import BoundaryViolation
+from ..model import CaseSpace, MemoryCard
+from .rows import check_row, ids_of, sql_name
+from .scope_index import ScopeIndex, ScopeMatrix, parse_vectors
+from .setup import LOCK, scope_index, sql_engine, versions_table
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """The vector literal exactly as pyobvector writes it (str of each float32), so distances
+    are identical to PowerMem's own search."""
+    return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float64).astype(np.float32))) + "]"
+
+
+class ScopeSearch:
+    """One gateway's search statements and scope cache (``index``: this process's matrices)."""
+
+    def __init__(self, gateway: Any) -> None:
+        self.gw = gateway
+        sql = sql_engine(gateway.memory) is not None
+        self.index = ScopeIndex(gateway.encoder.dims, gateway.settings.scope_cache if sql else 0)
+        """``index.forget(uid, owner)`` / ``index.drop(ids)`` are how anything outside the
+        gateway that removes stored vectors reaches the cache."""
+
+    def configure(self, limit: float) -> None:
+        """A new ``Settings.scope_cache`` (0: off); the matrices held so far are dropped."""
+        with LOCK:
+            self.index.configure(limit if sql_engine(self.gw.memory) is not None else 0)
+
+    @property
+    def _vs(self) -> Any:
+        return self.gw.memory.storage.vector_store
+
+    def _columns(self) -> list[str]:
+        """The card columns a search reads (its distance is selected after them as ``_dist``)."""
+        vs = self._vs
+        return [vs.text_field, vs.metadata_field, vs.primary_field, "user_id", "agent_id",
+                "created_at"]
+
+    # -- the three searches -------------------------------------------------------------------
+    def search(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int
+               ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """Each scope's own top-k: through the cache when it is on, else PowerMem's query."""
+        if self.index.enabled:
+            return self._cached(case, wanted, vector, k)
+        return self._plain(case, wanted, vector, k, "approximate")
+
+    def exact(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int
+              ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """seekdb's exact search of each scope: every row's distance, ordered by (distance,
+        id), the first ``k``; a full scan inside seekdb, so its time grows with the scope."""
+        return self._plain(case, wanted, vector, k, "exact")
+
+    def _turned(self, uid: str, wanted: list[str], vector: np.ndarray) -> dict[str, np.ndarray]:
+        """The query as each scope's stored vectors are turned (as is where nothing is sealed)."""
+        return {o: np.asarray(self.gw.sealer.query(uid, o, vector), np.float64).astype(np.float32)
+                for o in wanted}
+
+    def _plain(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int, mode: str
+               ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """One statement, one sub-query per scope (PowerMem's ``approximate`` one, or
+        ``exact``). Each sub-query orders by the distance it selects (``ORDER BY _dist``), so
+        seekdb parses the ~4.7 kB vector literal once per scope instead of twice."""
+        case_id, uid = ids_of(case)
+        turned = self._turned(uid, wanted, vector)
+        parts = [self._part(uid, o, vector_literal(turned[o]), k, mode) for o in wanted]
+        start = time.perf_counter()
+
+        def run() -> list[Any]:
+            with LOCK:
+                return self._union(parts)
+
+        rows = self.gw._retry(run, "searching")
+        ms = (time.perf_counter() - start) * 1000
+        checked, _, _ = self._split(rows, uid, wanted)
+        return self._cards(checked, uid, case_id, wanted, k, by_id=mode != "approximate"), ms
+
+    def _cached(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int
+                ) -> tuple[dict[str, list[MemoryCard]], float]:
+        """The cache's search, in one statement (after a scope's first search builds it).
+
+        A scope whose version is not its matrix's (another process wrote to it), or whose
+        candidate rows are not all there, is rebuilt and the search asked again; a scope with
+        more near-ties than :data:`~.scope_index.MAX_CANDIDATES` is scanned by seekdb for that
+        search. Timing (issue 9): a matrix is never evicted for another scope's, so a role's
+        search time depends on its own scopes only."""
+        case_id, uid = ids_of(case)
+        turned = self._turned(uid, wanted, vector)
+        lits = {o: vector_literal(turned[o]) for o in wanted}
+        start = time.perf_counter()
+
+        def run() -> list[Any]:
+            with LOCK:
+                for _attempt in range(3):
+                    mats = {o: self.index.get(uid, o) or self._build(uid, o) for o in wanted}
+                    plan = {o: mats[o].candidates(turned[o], k) for o in wanted}
+                    parts = [self._part(uid, o, lits[o], k, "exact" if plan[o] is None else "ids",
+                                        plan[o]) for o in wanted if plan[o] != []]
+                    rows = self._union([*parts, self._versions_part(uid, wanted)])
+                    _, versions, counts = self._split(rows, uid, wanted)
+                    stale = [o for o in wanted if versions.get(o, 0) != mats[o].version
+                             or (plan[o] is not None and counts[o] != min(k, len(plan[o])))]
+                    if not stale:
+                        return rows
+                    for o in stale:
+                        self.index.forget(uid, o)
+                # three rebuilds overtaken by writers: this search scans in seekdb
+                return self._union([self._part(uid, o, lits[o], k, "exact") for o in wanted])
+
+        rows = self.gw._retry(run, "searching")
+        ms = (time.perf_counter() - start) * 1000
+        checked, _, _ = self._split(rows, uid, wanted)
+        return self._cards(checked, uid, case_id, wanted, k, by_id=True), ms
+
+    # -- the statements -------------------------------------------------------------------------
+    def _part(self, uid: str, owner: str, lit: str, k: int, mode: str,
+              ids: list[int] | None = None) -> str:
+        """One scope's sub-query: ``approximate`` (PowerMem's own, seekdb's ``APPROXIMATE
+        LIMIT``), ``exact`` (every row, ordered by distance then id) or ``ids`` (only these
+        rows, by primary key, ordered the same way as ``exact``)."""
+        vs = self._vs
+        table = vs.collection_name
+        inner = ", ".join(f"`{c}`" for c in self._columns())
+        # The (case, role) index, named: unhinted, seekdb scans the whole case's rows, and a
+        # role's search time (in its X-ray) grew with the cards other roles hold.
+        hint = (f"/*+ INDEX(`{table}` PRIMARY) */" if mode == "ids"
+                else f"/*+ INDEX(`{table}` `{scope_index(table)}`) */")
+        where = f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)}"
+        if mode == "ids":
+            where += f" AND `{vs.primary_field}` IN ({', '.join(str(int(i)) for i in ids or [])})"
+        order = ("ORDER BY `_dist` APPROXIMATE LIMIT" if mode == "approximate"
+                 else f"ORDER BY `_dist`, `{vs.primary_field}` LIMIT")
+        return (f"(SELECT {hint} {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
+                f" FROM `{table}` WHERE {where} {order} {int(k)})")
+
+    def _versions_part(self, uid: str, owners: list[str]) -> str:
+        """The scopes' versions as rows of the card union: the version in the id column, the
+        owner in the owner column, NULL elsewhere (a card row always has a distance)."""
+        names = ", ".join(sql_name(o) for o in owners)
+        text, meta, pk, user, agent, created = (f"`{c}`" for c in self._columns())
+        return (f"(SELECT NULL AS {text}, NULL AS {meta}, `version` AS {pk}, NULL AS {user}, "
+                f"`agent_id` AS {agent}, NULL AS {created}, NULL AS `_dist` FROM "
+                f"`{versions_table(self._vs.collection_name)}` WHERE `user_id` = {sql_name(uid)} "
+                f"AND `agent_id` IN ({names}))")
+
+    def _union(self, parts: list[str]) -> list[Any]:
+        """Run sub-queries joined by ``UNION ALL``; the caller holds the lock.
+
+        Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
+        names its columns itself: select them again, by position, from the union. The last part
+        is one row of NULLs (dropped when parsed) so the result is never empty: on an empty
+        result pyobvector's cursor parses the whole statement with sqlglot to name its columns,
+        ~20 ms of Python for the vector literals (every search of an empty scope)."""
+        cols = self._columns()
+        parts = [*parts, f"(SELECT {', '.join(['NULL'] * (len(cols) + 1))})"]
+        sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
+               + " UNION ALL ".join(parts) + ") AS u")
+        with sql_engine(self.gw.memory).connect() as conn:
+            # No bind parameters, no SQLAlchemy compilation: scanning the ~10 kB statement for
+            # them cost more than seekdb's search (the names are validated literals).
+            return conn.exec_driver_sql(sql).fetchall()
+
+    @staticmethod
+    def _split(rows: list[Any], uid: str, wanted: list[str]
+               ) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
+        """Card rows (checked against the scope asked for), the versions read, and how many
+        rows each scope returned (before any is opened)."""
+        checked: list[dict[str, Any]] = []
+        versions: dict[str, int] = {}
+        counts = dict.fromkeys(wanted, 0)
+        for content, meta, row_id, row_uid, owner, created, dist in rows:
+            if dist is None:
+                if owner is not None and row_id is not None and row_uid is None:
+                    versions[str(owner)] = int(row_id)  # a version row
+                continue  # or the NULL row
+            if owner not in counts:
+                raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
+                                        f"{row_uid}/{owner}.")
+            counts[owner] += 1
+            checked.append(check_row({
+                "id": row_id, "memory": content, "user_id": row_uid, "agent_id": owner,
+                "metadata": json.loads(meta) if isinstance(meta, str | bytes) else (meta or {}),
+                "created_at": created,
+                # PowerMem's similarity for cosine distance d, so _scored reads both paths alike
+                "score": max(0.0, 1.0 - float(dist) / 2.0), "_dist": float(dist),
+            }, uid, owner, "search"))
+        return checked, versions, counts
+
+    def _cards(self, checked: list[dict[str, Any]], uid: str, case_id: str, wanted: list[str],
+               k: int, by_id: bool) -> dict[str, list[MemoryCard]]:
+        """The rows opened (forgotten ones left out), per scope, ordered by distance (then id
+        for the exact order), at most ``k``."""
+        out: dict[str, list[tuple[float, int, MemoryCard]]] = {o: [] for o in wanted}
+        for row in self.gw._opened(uid, checked):
+            out[row["agent_id"]].append((row["_dist"], int(row["id"]) if by_id else 0,
+                                         self.gw._scored(row, case_id)))
+        return {o: [c for _, _, c in sorted(hits, key=lambda h: (h[0], h[1]))][:k]
+                for o, hits in out.items()}
+
+    # -- keeping the versions and matrices in step with the store -------------------------------
+    def _bump(self, uid: str, owners: Sequence[str], whole_space: bool = False,
+              read: bool = True) -> dict[str, int]:
+        """Count a write to each scope in the store's versions table (after the write itself);
+        returns the versions now (``read``). ``whole_space``: every scope of the namespace."""
+        table = versions_table(self._vs.collection_name)
+        with sql_engine(self.gw.memory).connect() as conn:
+            if whole_space:
+                conn.exec_driver_sql(f"UPDATE `{table}` SET `version` = `version` + 1 "
+                                     f"WHERE `user_id` = {sql_name(uid)}")
+            for owner in owners:
+                conn.exec_driver_sql(
+                    f"INSERT INTO `{table}` (`user_id`, `agent_id`, `version`) VALUES "
+                    f"({sql_name(uid)}, {sql_name(owner)}, 1) "
+                    "ON DUPLICATE KEY UPDATE `version` = `version` + 1")
+            conn.commit()
+            if not owners or not read:
+                return {}
+            rows = conn.exec_driver_sql(
+                f"SELECT `agent_id`, `version` FROM `{table}` WHERE `user_id` = "
+                f"{sql_name(uid)} AND `agent_id` IN ({', '.join(map(sql_name, owners))})"
+            ).fetchall()
+        return {str(o): int(v) for o, v in rows}
+
+    def _counted(self, uid: str, owners: Sequence[str], whole_space: bool, read: bool
+                 ) -> dict[str, int]:
+        """:meth:`_bump` through the gateway's disk guard and retry (a repeated bump only
+        makes a matrix rebuild). If it fails, this process's matrices of those scopes go."""
+        def bump() -> dict[str, int]:
+            with self.gw._writing(guard=False), LOCK:
+                return self._bump(uid, owners, whole_space, read)
+
+        try:
+            return dict(self.gw._retry(bump, "counting a write"))
+        except BaseException:
+            for owner in owners:
+                self.index.forget(uid, owner)
+            if whole_space:
+                self.index.forget(uid)
+            raise
+
+    def wrote(self, uid: str, owner: str, added: Sequence[int | str] = (),
+              vectors: np.ndarray | None = None, removed: Sequence[int | str] = (),
+              forget: bool = False) -> None:
+        """After a write to one scope (``vectors``: the added cards' vectors *as stored*, i.e.
+        turned when sealed; read back when not given): bump its version, and bring this
+        process's matrix along if no other writer came between (the bump went from the
+        matrix's version to the next), else drop it (rebuilt on its next search)."""
+        if sql_engine(self.gw.memory) is None:
+            return
+        with LOCK:
+            matrix = self.index.get(uid, owner)
+            version = self._counted(uid, [owner], False, matrix is not None).get(owner)
+            if matrix is None:
+                return
+            if forget or version != matrix.version + 1:
+                self.index.forget(uid, owner)
+                return
+            if removed:
+                matrix.drop([int(i) for i in removed])
+            if added:
+                ids = [int(i) for i in added]
+                matrix.append(ids, vectors if vectors is not None
+                              else self._read_vectors(uid, owner, ids))
+            matrix.version = version
+
+    def wrote_space(self, uid: str, owners: Sequence[str]) -> None:
+        """After a namespace was purged: bump every scope of it, drop this process's matrices."""
+        if sql_engine(self.gw.memory) is None:
+            return
+        with LOCK:
+            self.index.forget(uid)
+            self._counted(uid, sorted(set(owners)), True, False)
+
+    def announce(self, case: CaseSpace, owner: str, added: Sequence[str] = ()) -> None:
+        """Count a write made around the gateway (``raw_add``, the bench's baseline)."""
+        self.wrote(ids_of(case)[1], owner, added=added)
+
+    def _read_vectors(self, uid: str, owner: str, ids: Sequence[int]) -> np.ndarray:
+        """These cards' vectors as the store holds them (in this order)."""
+        vs = self._vs
+        with sql_engine(self.gw.memory).connect() as conn:
+            rows = conn.exec_driver_sql(
+                f"SELECT `{vs.primary_field}`, `{vs.vector_field}` FROM `{vs.collection_name}` "
+                f"WHERE `user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)} AND "
+                f"`{vs.primary_field}` IN ({', '.join(str(int(i)) for i in ids)})").fetchall()
+        by_id = {int(i): str(v) for i, v in rows}
+        if set(by_id) != {int(i) for i in ids}:
+            raise BoundaryViolation(f"{len(ids) - len(by_id)} written cards of {uid}/{owner} "
+                                    "are not in the store.")
+        return parse_vectors([by_id[int(i)] for i in ids], self.index.dims)
+
+    def _build(self, uid: str, owner: str, page: int = 2000,
+               into: ScopeIndex | None = None) -> ScopeMatrix:
+        """A scope's matrix from the store: its version first, then its rows by id, a page at a
+        time (a write that lands in between leaves the matrix behind the version it sees next,
+        so it is rebuilt then, never trusted). The caller holds the lock."""
+        vs = self._vs
+        table = vs.collection_name
+        scope = f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)}"
+        hint = f"/*+ INDEX(`{table}` `{scope_index(table)}`) */"
+        with sql_engine(self.gw.memory).connect() as conn:
+            # Every statement returns a row (an aggregate, or a NULL row after the page): an
+            # empty result sends pyobvector's cursor through sqlglot to name the columns.
+            found = conn.exec_driver_sql(
+                f"SELECT COALESCE(MAX(`version`), 0), COUNT(*) FROM `{versions_table(table)}` "
+                f"WHERE {scope}").fetchall()
+            count = conn.exec_driver_sql(
+                f"SELECT {hint} COUNT(*) FROM `{table}` WHERE {scope}").fetchall()
+            matrix = (into or self.index).new(uid, owner, int(found[0][0]), int(count[0][0]))
+            try:
+                return self._fill(conn, matrix, scope, hint, page)
+            except BaseException:  # a half-read matrix is never left to be trusted
+                (into or self.index).forget(uid, owner)
+                raise
+
+    def _fill(self, conn: Any, matrix: ScopeMatrix, scope: str, hint: str, page: int
+              ) -> ScopeMatrix:
+        """Read a scope's rows into its matrix by id, a page at a time."""
+        vs = self._vs
+        table = vs.collection_name
+        after = None
+        while True:
+            more = "" if after is None else f" AND `{vs.primary_field}` > {after}"
+            rows = conn.exec_driver_sql(
+                f"SELECT u.`pk`, u.`vec` FROM ((SELECT {hint} `{vs.primary_field}` AS `pk`, "
+                f"`{vs.vector_field}` AS `vec` FROM `{table}` WHERE {scope}{more} "
+                f"ORDER BY `{vs.primary_field}` LIMIT {page}) UNION ALL "
+                "(SELECT NULL, NULL)) AS u").fetchall()
+            rows = [r for r in rows if r[0] is not None]
+            if rows:
+                matrix.append([int(r[0]) for r in rows],
+                              parse_vectors([str(r[1]) for r in rows], self.index.dims))
+                after = max(int(r[0]) for r in rows)
+            if len(rows) < page:
+                return matrix
+
+    def scope_vectors(self, case: CaseSpace, owner: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 vectors) of one scope as the store holds them (the bench's floor);
+        read into a matrix of its own, so the cache is not touched."""
+        _, uid = ids_of(case)
+
+        def read() -> ScopeMatrix:
+            with LOCK:
+                return self._build(uid, owner, into=ScopeIndex(self.index.dims, 1.05))
+
+        built = self.gw._retry(read, "reading vectors")
+        return built.ids[: built.n].copy(), built.vecs[: built.n].copy()
+
+    def footprint(self) -> dict[str, float]:
+        """What this process's scope matrices hold (:meth:`.ScopeIndex.footprint`)."""
+        with LOCK:
+            return self.index.footprint()
+
+
+__all__ = ["ScopeSearch", "vector_literal"]
