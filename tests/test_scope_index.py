@@ -279,3 +279,21 @@ def test_the_cache_is_turned_off_and_on_in_an_open_bureau(bureau, case):
     assert gw.scopes.enabled
     assert [c.id for s in case.retrieve("informant", q).scopes for c in s.hits] == on
     assert gw.scope_search.footprint()["scopes"] >= 2
+
+
+def test_a_purge_rebuilds_the_matrix_at_the_writer_not_at_the_next_reader(bureau, case):
+    """Issue 36 and the timing rule: a write that cannot bring a matrix along (a purged scope)
+    rebuilds it at once, so the next role to search the board does not pay for a build whose
+    presence would tell it whether another role had searched since."""
+    gw = bureau.gateway
+    uid = case.space.store_id
+    case.publish("informant", case.seed_card("safe-code").id)
+    vector, _ = gw.embed_query("the safe")
+    gw.search_scopes(case.space, ["detective", BOARD], vector, 5)
+    before = gw.scopes.get(uid, BOARD)
+    assert before is not None and before.n >= 1
+    gw.purge_owner(case.space, BOARD)
+    after = gw.scopes.get(uid, BOARD)
+    assert after is not None and after is not before and after.n == 0  # built by the purge
+    found, _ = gw.search_scopes(case.space, ["detective", BOARD], vector, 5)
+    assert found[BOARD] == [] and gw.scopes.get(uid, BOARD) is after  # the reader built nothing

@@ -281,7 +281,9 @@ class ScopeSearch:
         """After a write to one scope (``vectors``: the added cards' vectors *as stored*, i.e.
         turned when sealed; read back when not given): bump its version, and bring this
         process's matrix along if no other writer came between (the bump went from the
-        matrix's version to the next), else drop it (rebuilt on its next search)."""
+        matrix's version to the next), else rebuild it now. The writer pays for the rebuild,
+        not the next role to search the scope: on the board, that role's search time would
+        otherwise tell it whether another role had searched since the write."""
         if sql_engine(self.gw.memory) is None:
             return
         with LOCK:
@@ -291,6 +293,10 @@ class ScopeSearch:
                 return
             if forget or version != matrix.version + 1:
                 self.index.forget(uid, owner)
+                try:
+                    self._build(uid, owner)
+                except Exception:  # noqa: BLE001 - a write never fails for its cache:
+                    pass  # the half-read matrix is gone (_build), the next search builds it
                 return
             if removed:
                 matrix.drop([int(i) for i in removed])
