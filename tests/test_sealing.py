@@ -224,6 +224,56 @@ def test_an_expiry_reset_session_end_and_delete_destroy_their_keys(bureau):
     assert not (keys.root / _name(ns2)).exists()
 
 
+def test_removing_a_members_values_destroys_their_keys_and_keeps_the_rest(case):
+    """The scope's owner removes a member and its values: every write the member made (its
+    history and the value it shows) is forgotten, their data keys destroyed and in no file of
+    the key store afterwards (actor: someone with a copy of the data directory, key store
+    included); the owner's values, and a plain removal's, stay readable."""
+    from bureau.errors import UnknownScopeKeyError
+    from bureau.task_scopes import log_owner_id, scope_owner_id
+
+    keys, ns = case.bureau.gateway.sealer.keys, case.space.store_id
+    boss, mole = case.agent("detective"), case.agent("informant")
+    boss.scopes.create("plan")
+    boss.scopes.invite("plan", "informant")
+    mole.scopes.accept("plan")
+    boss.scopes.write("plan", "route", "The van leaves by the north gate.")
+    mine = [mole.scopes.write("plan", "stash", "The cash sits in locker 17."),
+            mole.scopes.write("plan", "stash", "The cash moved to locker 23.", read_version=1)]
+    boss.scopes.write("plan", "alarm", "The alarm is off from two to three.")
+    mole.scopes.write("plan", "alarm", "The alarm code is 4-4-1-9.", read_version=1)
+    owners = (log_owner_id("plan"), scope_owner_id("plan"))
+    before = {o: json.loads(keys.scope_path(ns, o).read_bytes())["cards"] for o in owners}
+    theirs = {c.id for o in owners for c in case.bureau.gateway.list(case.space, o)
+              if c.source_role == "informant"}
+    assert {w.card_id for w in mine} <= theirs and len(theirs) >= 5  # 3 writes, 2 shown
+
+    boss.scopes.remove("plan", "informant", forget_values=True)
+
+    for o in owners:
+        assert not keys.data_keys(ns, o, theirs)
+    blob = b"".join(p.read_bytes() for p in keys.root.rglob("*") if p.is_file())
+    gone = [w for o in owners for cid, w in before[o].items() if cid in theirs]
+    kept = [w for o in owners for cid, w in before[o].items() if cid not in theirs]
+    assert gone and kept
+    assert not [w for w in gone if w.encode() in blob]  # no old copy left in the store
+    assert all(w.encode() in blob for w in kept)
+    assert boss.scopes.read("plan", "route").text == "The van leaves by the north gate."
+    for key in ("stash", "alarm"):  # the member's current values went with it
+        with pytest.raises(UnknownScopeKeyError):
+            boss.scopes.read("plan", key)
+    assert [w.text for w in boss.scopes.history("plan", "alarm")] == [
+        "The alarm is off from two to three."]
+    # a plain removal keeps the values (and their keys)
+    case.agent("suspect").scopes.create("alibi")
+    case.agent("suspect").scopes.invite("alibi", "detective")
+    boss.scopes.accept("alibi")
+    w = boss.scopes.write("alibi", "where", "At the cinema until eleven.")
+    case.agent("suspect").scopes.remove("alibi", "detective")
+    assert case.agent("suspect").scopes.read("alibi", "where").text == "At the cinema until eleven."
+    assert keys.data_keys(ns, log_owner_id("alibi"), [w.card_id])
+
+
 def test_a_lost_key_store_is_a_typed_error_naming_it(bureau, case):
     keys = bureau.gateway.sealer.keys
     away = keys.root.with_name("seal.keys.away")
