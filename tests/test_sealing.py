@@ -361,3 +361,18 @@ def test_the_canary_is_on_disk_after_a_plain_delete_and_not_after_a_sealed_forge
         found[flag] = _grep(data, canary.split()[-1])
     assert any("seekdb" in f for f in found["0"]), found
     assert found["1"] == [], found
+
+
+def test_the_sealing_page_shows_the_labs_own_table():
+    """docs/sealing.md's forgetting table is the one the lab writes from its kept rows
+    (``python -m bureau forgetting --docs``), not a hand-typed copy; and the rows hold what
+    the page says they hold: every operation, both settings, the classroom's commands."""
+    from bureau.labs.forgetting.lab import CLASSROOM_OPERATIONS, OPERATIONS
+    from bureau.labs.forgetting.report import docs_block, read_rows, table_in
+
+    rows = read_rows(REPO / "docs" / "forgetting.json")
+    assert table_in(REPO / "docs" / "sealing.md") == docs_block(rows)
+    assert {(r["sealed"], r["operation"]) for r in rows} == {
+        (s, op) for s in (False, True) for op in OPERATIONS + CLASSROOM_OPERATIONS}
+    assert all(r["plaintext_found"] == 0 for r in rows if r["sealed"])
+    assert all(r["plaintext_found"] == r["canaries"] for r in rows if not r["sealed"])

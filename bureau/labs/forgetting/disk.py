@@ -3,6 +3,7 @@ vectors in it. No database, no bureau code path: only the files."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,6 +14,15 @@ BLOCK = 1 << 22
 
 def files(root: Path) -> list[Path]:
     return sorted(p for p in Path(root).rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def copy_files(src: Path, dst: Path) -> None:
+    """Copy every regular file under ``src`` to ``dst`` (what a backup of a server's folder
+    holds; its sockets and links are not files to copy)."""
+    for path in files(src):
+        target = dst / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
 
 
 def find_texts(root: Path, needles: Iterable[str]) -> dict[str, list[str]]:
