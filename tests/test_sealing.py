@@ -376,3 +376,25 @@ def test_the_sealing_page_shows_the_labs_own_table():
         (s, op) for s in (False, True) for op in OPERATIONS + CLASSROOM_OPERATIONS}
     assert all(r["plaintext_found"] == 0 for r in rows if r["sealed"])
     assert all(r["plaintext_found"] == r["canaries"] for r in rows if not r["sealed"])
+
+
+def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
+    """The lesson's table is a measurement: the unsealed canary is found in the running store's
+    files after ``forget`` and the sealed one is not; the exercise passes only for a card
+    forgotten (not kept, not merely revoked) whose key is gone."""
+    from bureau.course.forgetting import SOLUTION, forget_and_look
+    from bureau.course.widgets.exercises import check
+
+    table = forget_and_look(case).set_index("setting")
+    assert table.loc["unsealed", "files holding the canary"] != "none"
+    assert table.loc["sealed", "files holding the canary"] == "none"
+    assert not table["key left in the key store"].any()
+    assert not check("07-forget-for-good", case, None)
+    kept = case.whisper("detective", "The gate sticks in the rain.")
+    assert "still there" in check("07-forget-for-good", case, kept.id).message
+    case.revoke(kept.id)
+    assert "revoked, not forgotten" in check("07-forget-for-good", case, kept.id).message
+    ns = {"case": case}
+    exec(SOLUTION, ns)
+    verdict = check("07-forget-for-good", case, ns["my_card"])
+    assert verdict.ok, verdict.message
