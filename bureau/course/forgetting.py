@@ -1,5 +1,5 @@
-"""Lesson 07's look at the disk: the forgetting lab's own tools (:mod:`bureau.labs.forgetting.disk`)
-on the learner's data directory, so the notebook stays thin.
+"""Lesson 07's look at the disk: the forgetting lab's own tools (:mod:`bureau.labs.forgetting.disk`,
+run in a child process) on the learner's data directory, so the notebook stays thin.
 
 * :func:`forget_and_look` -- one canary card written with sealing off and one with it on, each
   forgotten at once (``case.forget``), then every file of the data directory read for the
@@ -19,7 +19,6 @@ from typing import Any
 
 import pandas as pd
 
-from ..labs.forgetting import disk
 from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 
 FACT = "The spare key to the archive is taped under the third stair."
@@ -44,7 +43,7 @@ def forget_and_look(case: Any, role: str = "detective") -> pd.DataFrame:
             finally:
                 bureau.settings = before
             scratch.forget(card.id)
-            found = disk.find_texts(bureau.settings.data_dir, [token])[token]
+            found = _find_in_child(bureau.settings.data_dir, token)
             rows.append({"setting": "sealed" if sealed else "unsealed",
                          "forgotten": "yes",
                          "files holding the canary": ", ".join(sorted(found)) or "none",
@@ -52,6 +51,32 @@ def forget_and_look(case: Any, role: str = "detective") -> pd.DataFrame:
     finally:
         bureau.delete_case(scratch.id)
     return pd.DataFrame(rows)
+
+
+FIND = r"""
+import json, sys
+from bureau.labs.forgetting.disk import find_texts
+print(json.dumps(find_texts(sys.argv[1], [sys.argv[2]])[sys.argv[2]]))
+"""
+
+
+def _find_in_child(data_dir: Any, token: str) -> list[str]:
+    """:func:`~bureau.labs.forgetting.disk.find_texts` run in a child process. Never in this
+    one: closing a file descriptor drops every POSIX lock the process holds on that file, so
+    reading the ledger's SQLite file (or seekdb's) from the process that has it open would
+    silently release its locks."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", FIND, str(data_dir), token], env=env,
+                         capture_output=True, text=True, timeout=600, check=True)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _key_left(case: Any, role: str, card_id: str) -> bool:

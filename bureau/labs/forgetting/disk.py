@@ -1,5 +1,11 @@
 """The observer's tools: read every byte of a copied data directory, find card texts and
-vectors in it. No database, no bureau code path: only the files."""
+vectors in it. No database, no bureau code path: only the files.
+
+Never from a process that has a store of that directory open: closing a file descriptor drops
+every POSIX lock the process holds on the file, so reading the ledger's SQLite file (or
+seekdb's) there would silently release that process's own locks (found in this session: a
+second process then no longer saw the first one's case). The lab reads after its children
+exit; lesson 07 reads in a child process (:mod:`bureau.course.forgetting`)."""
 
 from __future__ import annotations
 
@@ -32,7 +38,11 @@ def find_texts(root: Path, needles: Iterable[str]) -> dict[str, list[str]]:
     longest = max((len(b) for b in wanted.values()), default=1)
     for path in files(root):
         hit: set[str] = set()
-        with open(path, "rb") as fh:
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError:  # a running store's short-lived file (seekdb's -shm, a temp file)
+            continue
+        with fh:
             tail = b""
             while chunk := fh.read(BLOCK):
                 data = tail + chunk
@@ -50,9 +60,13 @@ def find_vectors(root: Path, dims: int = 384, tol: float = 1e-4) -> np.ndarray:
     index stores it) at any 4-byte phase of any file; duplicates dropped. Rows, float32."""
     out: list[np.ndarray] = []
     for path in files(root):
-        if path.stat().st_size < 4 * dims:
+        try:
+            if path.stat().st_size < 4 * dims:
+                continue
+            fh = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError:  # gone since it was listed (a running store's short-lived file)
             continue
-        with open(path, "rb") as fh:
+        with fh:
             prev = b""
             while chunk := fh.read(BLOCK):
                 buf = np.frombuffer(prev + chunk, dtype=np.uint8)
