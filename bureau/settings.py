@@ -442,7 +442,12 @@ class Settings:
 
     @property
     def seal_keys_path(self) -> Path:
-        """The sealing key store (a folder beside the audit key; never in the database)."""
+        """The sealing key store (a folder beside the audit key; never in the database). A
+        classroom learner's is named after their tenant (``seal.keys.learner_ann``): it holds
+        that tenant's keys only, so ``classroom remove|reset`` can destroy all of it without
+        touching the keys of a store the same data directory keeps outside the classroom."""
+        if self.classroom is not None:
+            return self.audit_key_path.with_name(f"seal.keys.{self.server.user}")
         return self.audit_key_path.with_name("seal.keys")
 
     @property

@@ -334,8 +334,12 @@ def provision(spawner) -> None:
         from bureau.classroom import tenants
 
         roster = tenants.Roster.load(classroom)
+        # the roster records the data directory, so `classroom remove|reset|teardown` can
+        # destroy the learner's sealing keys (they live there, never in the tenant)
         issued = (roster.connection_file(name) if name in roster.learners
-                  else tenants.add(classroom, name))
+                  else tenants.add(classroom, name, data_dir=env["BUREAU_DATA_DIR"]))
+        if roster.data_dirs.get(name) != env["BUREAU_DATA_DIR"] and name in roster.learners:
+            tenants.set_data_dir(classroom, name, env["BUREAU_DATA_DIR"])
         _write_owned(home, CONNECTION, issued.read_bytes(), uid, gid)
         env["BUREAU_CLASSROOM"] = str(home / CONNECTION)
     spawner.environment.update(env)

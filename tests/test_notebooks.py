@@ -23,6 +23,7 @@ from conftest import REPO
 
 import bureau.course.beyond  # noqa: F401  (registers lesson 08's exercise)
 import bureau.course.closing  # noqa: F401  (registers lesson 09's exercise)
+import bureau.course.forgetting  # noqa: F401  (registers lesson 07's second exercise)
 import bureau.course.purpose  # noqa: F401  (registers lesson 07's exercise)
 import bureau.labs.injection  # noqa: F401  (registers lesson 06's exercise)
 

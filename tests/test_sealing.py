@@ -224,6 +224,56 @@ def test_an_expiry_reset_session_end_and_delete_destroy_their_keys(bureau):
     assert not (keys.root / _name(ns2)).exists()
 
 
+def test_removing_a_members_values_destroys_their_keys_and_keeps_the_rest(case):
+    """The scope's owner removes a member and its values: every write the member made (its
+    history and the value it shows) is forgotten, their data keys destroyed and in no file of
+    the key store afterwards (actor: someone with a copy of the data directory, key store
+    included); the owner's values, and a plain removal's, stay readable."""
+    from bureau.errors import UnknownScopeKeyError
+    from bureau.task_scopes import log_owner_id, scope_owner_id
+
+    keys, ns = case.bureau.gateway.sealer.keys, case.space.store_id
+    boss, mole = case.agent("detective"), case.agent("informant")
+    boss.scopes.create("plan")
+    boss.scopes.invite("plan", "informant")
+    mole.scopes.accept("plan")
+    boss.scopes.write("plan", "route", "The van leaves by the north gate.")
+    mine = [mole.scopes.write("plan", "stash", "The cash sits in locker 17."),
+            mole.scopes.write("plan", "stash", "The cash moved to locker 23.", read_version=1)]
+    boss.scopes.write("plan", "alarm", "The alarm is off from two to three.")
+    mole.scopes.write("plan", "alarm", "The alarm code is 4-4-1-9.", read_version=1)
+    owners = (log_owner_id("plan"), scope_owner_id("plan"))
+    before = {o: json.loads(keys.scope_path(ns, o).read_bytes())["cards"] for o in owners}
+    theirs = {c.id for o in owners for c in case.bureau.gateway.list(case.space, o)
+              if c.source_role == "informant"}
+    assert {w.card_id for w in mine} <= theirs and len(theirs) >= 5  # 3 writes, 2 shown
+
+    boss.scopes.remove("plan", "informant", forget_values=True)
+
+    for o in owners:
+        assert not keys.data_keys(ns, o, theirs)
+    blob = b"".join(p.read_bytes() for p in keys.root.rglob("*") if p.is_file())
+    gone = [w for o in owners for cid, w in before[o].items() if cid in theirs]
+    kept = [w for o in owners for cid, w in before[o].items() if cid not in theirs]
+    assert gone and kept
+    assert not [w for w in gone if w.encode() in blob]  # no old copy left in the store
+    assert all(w.encode() in blob for w in kept)
+    assert boss.scopes.read("plan", "route").text == "The van leaves by the north gate."
+    for key in ("stash", "alarm"):  # the member's current values went with it
+        with pytest.raises(UnknownScopeKeyError):
+            boss.scopes.read("plan", key)
+    assert [w.text for w in boss.scopes.history("plan", "alarm")] == [
+        "The alarm is off from two to three."]
+    # a plain removal keeps the values (and their keys)
+    case.agent("suspect").scopes.create("alibi")
+    case.agent("suspect").scopes.invite("alibi", "detective")
+    boss.scopes.accept("alibi")
+    w = boss.scopes.write("alibi", "where", "At the cinema until eleven.")
+    case.agent("suspect").scopes.remove("alibi", "detective")
+    assert case.agent("suspect").scopes.read("alibi", "where").text == "At the cinema until eleven."
+    assert keys.data_keys(ns, log_owner_id("alibi"), [w.card_id])
+
+
 def test_a_lost_key_store_is_a_typed_error_naming_it(bureau, case):
     keys = bureau.gateway.sealer.keys
     away = keys.root.with_name("seal.keys.away")
@@ -311,3 +361,40 @@ def test_the_canary_is_on_disk_after_a_plain_delete_and_not_after_a_sealed_forge
         found[flag] = _grep(data, canary.split()[-1])
     assert any("seekdb" in f for f in found["0"]), found
     assert found["1"] == [], found
+
+
+def test_the_sealing_page_shows_the_labs_own_table():
+    """docs/sealing.md's forgetting table is the one the lab writes from its kept rows
+    (``python -m bureau forgetting --docs``), not a hand-typed copy; and the rows hold what
+    the page says they hold: every operation, both settings, the classroom's commands."""
+    from bureau.labs.forgetting.lab import CLASSROOM_OPERATIONS, OPERATIONS
+    from bureau.labs.forgetting.report import docs_block, read_rows, table_in
+
+    rows = read_rows(REPO / "docs" / "forgetting.json")
+    assert table_in(REPO / "docs" / "sealing.md") == docs_block(rows)
+    assert {(r["sealed"], r["operation"]) for r in rows} == {
+        (s, op) for s in (False, True) for op in OPERATIONS + CLASSROOM_OPERATIONS}
+    assert all(r["plaintext_found"] == 0 for r in rows if r["sealed"])
+    assert all(r["plaintext_found"] == r["canaries"] for r in rows if not r["sealed"])
+
+
+def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
+    """The lesson's table is a measurement: the unsealed canary is found in the running store's
+    files after ``forget`` and the sealed one is not; the exercise passes only for a card
+    forgotten (not kept, not merely revoked) whose key is gone."""
+    from bureau.course.forgetting import SOLUTION, forget_and_look
+    from bureau.course.widgets.exercises import check
+
+    table = forget_and_look(case).set_index("setting")
+    assert table.loc["unsealed", "files holding the canary"] != "none"
+    assert table.loc["sealed", "files holding the canary"] == "none"
+    assert not table["key left in the key store"].any()
+    assert not check("07-forget-for-good", case, None)
+    kept = case.whisper("detective", "The gate sticks in the rain.")
+    assert "still there" in check("07-forget-for-good", case, kept.id).message
+    case.revoke(kept.id)
+    assert "revoked, not forgotten" in check("07-forget-for-good", case, kept.id).message
+    ns = {"case": case}
+    exec(SOLUTION, ns)
+    verdict = check("07-forget-for-good", case, ns["my_card"])
+    assert verdict.ok, verdict.message

@@ -4,6 +4,7 @@
         (on an existing room whose server stopped: restarts it, same data, roster, password)
     python -m bureau classroom use --dir D --host H --port P --admin-user U   # password: $BUREAU_CLASSROOM_ADMIN_PASSWORD
     python -m bureau classroom add --dir D alice bob carol    # prints each connection file's path
+        [--data-dir '/home/{learner}/.bureau-data']  # where their sealing keys live, if known
     python -m bureau classroom reset --dir D alice [--keep-data]
     python -m bureau classroom remove --dir D alice
     python -m bureau classroom status --dir D
@@ -61,6 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         a.add_argument("learners", nargs="+")
         if name == "reset":
             a.add_argument("--keep-data", action="store_true")
+        if name == "add":
+            a.add_argument("--data-dir", default=None,
+                           help="each learner's data directory on this machine ({learner} is "
+                                "replaced by the name): remove, reset and teardown then destroy "
+                                "their sealing keys (seal.keys.learner_<name>) too")
     for name, helptext in (("status", "the server and the learners (no password)"),
                            ("guard", "watch for KILLs of other accounts' sessions, lock the "
                                      "proven sender (started by `start`)"),
@@ -100,17 +106,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"classroom on {roster.host}:{roster.port}; roster {roster.directory / tenants.ROSTER}")
     elif action == "add":
         for learner in args.learners:
-            print(f"{learner}: {tenants.add(args.dir, learner)}")
+            print(f"{learner}: {tenants.add(args.dir, learner, args.data_dir)}")
     elif action == "reset":
         for learner in args.learners:
-            print(f"{learner}: {tenants.reset(args.dir, learner, args.keep_data)} (new password)")
+            keys = "" if args.keep_data else _keys_note(args.dir, learner)
+            print(f"{learner}: {tenants.reset(args.dir, learner, args.keep_data)} "
+                  f"(new password{keys})")
     elif action == "remove":
         for learner in args.learners:
+            keys = _keys_note(args.dir, learner)
             tenants.remove(args.dir, learner)
-            print(f"{learner}: removed")
+            print(f"{learner}: removed{keys}")
     elif action == "status":
         print(json.dumps(tenants.status(args.dir), indent=2))
     elif action == "teardown":
         tenants.teardown(args.dir)
         print(f"classroom in {args.dir} torn down")
     return 0
+
+
+def _keys_note(directory: Path, learner: str) -> str:
+    """What the command does with the learner's sealing keys (said before it runs)."""
+    from . import tenants
+
+    where = tenants.Roster.load(directory).data_dirs.get(learner)
+    if where is None:
+        return ("; their sealing keys stay in their own data directory, unknown to this "
+                "classroom (add --data-dir)")
+    return f"; sealing keys in {tenants.seal_keys(where, learner)} destroyed"

@@ -15,6 +15,14 @@ The classroom folder (owner-only, the instructor's) holds:
   learner's password; hand it to that learner alone. ``reset`` issues a new one.
 * ``server/``: the data of a server the classroom started.
 
+A learner's sealing keys (:mod:`bureau.sealing`) live in *their* data directory, never in the
+tenant, in ``seal.keys.learner_<name>``. When the roster knows that directory (``add
+--data-dir``; the hub records each home's), ``remove``, ``reset`` (without ``--keep-data``) and
+``teardown`` destroy that key store with the tenant: the ciphertext the server's redo log and
+old blocks keep of the learner's cards is noise from then on, for the instructor too. A
+learner on their own laptop keeps their keys where the instructor cannot reach them; the
+commands say so.
+
 Passwords never reach a log, an event, an error message or the standard output: commands print
 paths, and a server error is reported by its code and wording with any password cut out.
 """
@@ -59,6 +67,8 @@ class Roster:
     pid: int | None = None
     """The server this classroom started (``None``: a server it only uses)."""
     learners: list[str] = field(default_factory=list)
+    data_dirs: dict[str, str] = field(default_factory=dict)
+    """Each learner's data directory, where the instructor knows it (their sealing keys)."""
 
     @property
     def server_dir(self) -> Path:
@@ -72,7 +82,7 @@ class Roster:
             "format": FORMAT, "host": self.host, "port": self.port,
             "admin_user": self.admin_user, "admin_password": self.admin_password,
             "learner_host": self.learner_host, "pid": self.pid,
-            "learners": sorted(self.learners)}, indent=2) + "\n")
+            "learners": sorted(self.learners), "data_dirs": self.data_dirs}, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: str | Path) -> Roster:
@@ -95,7 +105,7 @@ class Roster:
             raise ClassroomError(f"{path} is not a classroom roster.")
         return cls(directory, data["host"], int(data["port"]), data["admin_user"],
                    data["admin_password"], data.get("learner_host", LOOPBACK), data.get("pid"),
-                   list(data.get("learners", [])))
+                   list(data.get("learners", [])), dict(data.get("data_dirs", {})))
 
     @contextmanager
     def admin(self) -> Iterator[Any]:
@@ -208,8 +218,47 @@ def _issue(roster: Roster, learner: str, password: str) -> Path:
     return path
 
 
-def add(directory: str | Path, learner: str) -> Path:
-    """Create a learner's tenant; returns the path of their connection file."""
+def seal_keys(data_dir: str | Path, learner: str) -> Path:
+    """Where a learner's sealing keys live in their data directory
+    (:attr:`bureau.settings.Settings.seal_keys_path` in classroom mode)."""
+    return Path(data_dir) / f"seal.keys.{tenant_name(learner)}"
+
+
+def set_data_dir(directory: str | Path, learner: str, data_dir: str | Path) -> None:
+    """Record where ``learner``'s data directory is (so ``remove``/``reset``/``teardown`` can
+    destroy their sealing keys); ``{learner}`` in the path is replaced by the name."""
+    roster = Roster.load(directory)
+    _known(roster, learner)
+    roster.data_dirs[learner] = _data_dir(data_dir, learner)
+    roster.save()
+
+
+def _data_dir(data_dir: str | Path, learner: str) -> str:
+    text = os.fspath(data_dir).replace("{learner}", check_learner(learner))
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def destroy_keys(roster: Roster, learner: str) -> int | None:
+    """Destroy ``learner``'s sealing key store (every key file unlinked, folders fsynced);
+    how many key files went, or ``None`` when the roster does not know their data directory."""
+    from ..sealing.keys import KeyStore
+
+    where = roster.data_dirs.get(learner)
+    if where is None:
+        return None
+    try:
+        return KeyStore(seal_keys(where, learner)).destroy()
+    except OSError as exc:
+        raise ClassroomError(
+            f"The sealing keys of {learner!r} in {where} could not be destroyed "
+            f"({type(exc).__name__}: {exc.strerror or exc}).",
+            "Run the command as an account that may write that folder, or delete "
+            f"{seal_keys(where, learner)} by hand.") from None
+
+
+def add(directory: str | Path, learner: str, data_dir: str | Path | None = None) -> Path:
+    """Create a learner's tenant; returns the path of their connection file. ``data_dir``:
+    where the learner's data directory is (``{learner}`` replaced by the name), if known."""
     roster = Roster.load(directory)
     user = tenant_name(learner)
     if learner in roster.learners:
@@ -225,13 +274,16 @@ def add(directory: str | Path, learner: str) -> Path:
         cur.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
         cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
     roster.learners.append(learner)
+    if data_dir is not None:
+        roster.data_dirs[learner] = _data_dir(data_dir, learner)
     roster.save()
     return _issue(roster, learner, password)
 
 
 def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     """A new password (the old connection file stops working at once, open sessions end) and,
-    unless ``keep_data``, an empty tenant. Returns the new connection file's path."""
+    unless ``keep_data``, an empty tenant and the learner's sealing keys destroyed (when the
+    roster knows their data directory). Returns the new connection file's path."""
     roster = Roster.load(directory)
     user = _known(roster, learner)
     password = srv.new_password()
@@ -245,12 +297,15 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
             cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
             cur.execute(f"CREATE DATABASE `{user}`")
             cur.execute(f"GRANT ALL PRIVILEGES ON `{user}`.* TO %s@'%%'", (user,))
+    if not keep_data:
+        destroy_keys(roster, learner)
     unlock(roster.directory, learner)
     return _issue(roster, learner, password)
 
 
 def remove(directory: str | Path, learner: str) -> None:
-    """Drop a learner's account and database (their data is gone) and their connection file."""
+    """Drop a learner's account and database (their data is gone), their sealing keys (when
+    the roster knows their data directory) and their connection file."""
     from .guard import expect_kills
 
     roster = Roster.load(directory)
@@ -259,7 +314,9 @@ def remove(directory: str | Path, learner: str) -> None:
         cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
         srv.kill_sessions(cur, user, expect_kills(roster.directory))
         cur.execute(f"DROP DATABASE IF EXISTS `{user}`")
+    destroy_keys(roster, learner)
     roster.learners.remove(learner)
+    roster.data_dirs.pop(learner, None)
     roster.save()
     roster.connection_file(learner).unlink(missing_ok=True)
 
@@ -273,7 +330,8 @@ def _known(roster: Roster, learner: str) -> str:
 
 
 def teardown(directory: str | Path) -> None:
-    """Remove every learner, stop the server this classroom started, delete the folder."""
+    """Remove every learner (their sealing keys too, where the roster knows them), stop the
+    server this classroom started, delete the folder."""
     from .guard import stop as stop_guard
 
     roster = Roster.load(directory)
@@ -282,6 +340,8 @@ def teardown(directory: str | Path) -> None:
     if roster.pid is None or running:
         for learner in list(roster.learners):
             remove(roster.directory, learner)
+    for learner in Roster.load(roster.directory).learners:  # a stopped server's learners
+        destroy_keys(roster, learner)
     if running:
         assert roster.pid is not None
         srv.stop_server(roster.pid, roster.server_dir)
@@ -312,4 +372,5 @@ def connection(directory: str | Path, learner: str) -> TenantConnection:
     return read_connection(roster.connection_file(learner))
 
 
-__all__ = ["Roster", "add", "connection", "remove", "reset", "start", "status", "teardown", "use"]
+__all__ = ["Roster", "add", "connection", "destroy_keys", "remove", "reset", "seal_keys",
+           "set_data_dir", "start", "status", "teardown", "use"]

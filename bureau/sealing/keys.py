@@ -230,6 +230,37 @@ class KeyStore:
                     del self._cache[k]
             return n
 
+    def destroy(self) -> int:
+        """Destroy the whole store (a classroom learner removed or reset): every key file
+        unlinked, each folder fsynced, then the folders removed; returns how many key files
+        went. Links are removed, never followed (the store may sit in a folder its learner
+        controls while the instructor's account destroys it)."""
+        try:
+            st = os.lstat(self.root)
+        except FileNotFoundError:
+            return 0
+        if not stat.S_ISDIR(st.st_mode):  # a link or a file where the store should be
+            os.unlink(self.root)
+            self._fsync_dir(self.root.parent)
+            return 0
+        n = 0
+        with self._lock:
+            for folder, dirs, names in os.walk(self.root, topdown=False, followlinks=False):
+                for name in names:
+                    n += name.endswith(".key")
+                    os.unlink(os.path.join(folder, name))
+                for name in dirs:
+                    path = os.path.join(folder, name)
+                    if os.path.islink(path):
+                        os.unlink(path)
+                    else:
+                        os.rmdir(path)
+                self._fsync_dir(Path(folder))
+            os.rmdir(self.root)
+            self._fsync_dir(self.root.parent)
+            self._cache.clear()
+        return n
+
     def held(self) -> dict[str, int]:
         """What the store holds now: scope files and wrapped card keys (the forgetting lab)."""
         scopes = cards = 0

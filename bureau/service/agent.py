@@ -241,8 +241,9 @@ class AgentScopes:
     def decline(self, name: str) -> TaskScope:
         return self._room.decline(name, self._role)
 
-    def remove(self, name: str, member: str) -> TaskScope:
-        return self._room.remove(name, self._role, member)
+    def remove(self, name: str, member: str, *, forget_values: bool = False) -> TaskScope:
+        """Remove ``member``; ``forget_values``: the values it wrote are forgotten too."""
+        return self._room.remove(name, self._role, member, forget_values=forget_values)
 
     def transfer(self, name: str, to: str) -> TaskScope:
         return self._room.transfer(name, self._role, to)

@@ -84,6 +84,7 @@ class Case:
         self.disclosure = Disclosure(ctx, self.reading, self._principals, ledger.mediation,
                                      ledger.publishes)
         """Consults, revocation, expiry, grants and the audit trail."""
+        self.task_scopes.forget = self.disclosure.forget  # a removed member's values
         self.publishing = Publishing(ctx, self.disclosure, ledger.publishes)
         self.runs = Runs(ctx, self.reading, self.disclosure, ledger.run_records,
                          ledger.mediation)

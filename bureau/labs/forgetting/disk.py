@@ -1,8 +1,15 @@
 """The observer's tools: read every byte of a copied data directory, find card texts and
-vectors in it. No database, no bureau code path: only the files."""
+vectors in it. No database, no bureau code path: only the files.
+
+Never from a process that has a store of that directory open: closing a file descriptor drops
+every POSIX lock the process holds on the file, so reading the ledger's SQLite file (or
+seekdb's) there would silently release that process's own locks (found in this session: a
+second process then no longer saw the first one's case). The lab reads after its children
+exit; lesson 07 reads in a child process (:mod:`bureau.course.forgetting`)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -15,6 +22,15 @@ def files(root: Path) -> list[Path]:
     return sorted(p for p in Path(root).rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def copy_files(src: Path, dst: Path) -> None:
+    """Copy every regular file under ``src`` to ``dst`` (what a backup of a server's folder
+    holds; its sockets and links are not files to copy)."""
+    for path in files(src):
+        target = dst / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
 def find_texts(root: Path, needles: Iterable[str]) -> dict[str, list[str]]:
     """Which files hold each needle (UTF-8 bytes, anywhere): ``grep -rlaF`` for many at once."""
     wanted = {n: n.encode("utf-8") for n in needles}
@@ -22,7 +38,11 @@ def find_texts(root: Path, needles: Iterable[str]) -> dict[str, list[str]]:
     longest = max((len(b) for b in wanted.values()), default=1)
     for path in files(root):
         hit: set[str] = set()
-        with open(path, "rb") as fh:
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError:  # a running store's short-lived file (seekdb's -shm, a temp file)
+            continue
+        with fh:
             tail = b""
             while chunk := fh.read(BLOCK):
                 data = tail + chunk
@@ -40,9 +60,13 @@ def find_vectors(root: Path, dims: int = 384, tol: float = 1e-4) -> np.ndarray:
     index stores it) at any 4-byte phase of any file; duplicates dropped. Rows, float32."""
     out: list[np.ndarray] = []
     for path in files(root):
-        if path.stat().st_size < 4 * dims:
+        try:
+            if path.stat().st_size < 4 * dims:
+                continue
+            fh = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError:  # gone since it was listed (a running store's short-lived file)
             continue
-        with open(path, "rb") as fh:
+        with fh:
             prev = b""
             while chunk := fh.read(BLOCK):
                 buf = np.frombuffer(prev + chunk, dtype=np.uint8)

@@ -14,6 +14,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,8 +27,11 @@ import numpy as np
 from . import disk
 
 OPERATIONS = ("revoke", "forget", "expire", "end_session", "reset", "delete_case",
-              "scope_delete", "kept")
-"""How each group of canaries is forgotten (``kept``: not at all -- the control)."""
+              "scope_delete", "member_values", "kept")
+"""How each group of canaries is forgotten in one data directory (``kept``: not at all -- the
+control; ``member_values``: a task-scope member removed with the values it wrote)."""
+CLASSROOM_OPERATIONS = ("classroom_reset", "classroom_remove", "classroom_teardown")
+"""The instructor's commands, each on one learner of a real classroom server (:func:`_room`)."""
 CANDIDATES = 50
 
 PEOPLE = ("Mrs Pike", "the gardener", "the butler", "Colonel Hart", "the night nurse",
@@ -88,6 +92,16 @@ for op, texts in plan.items():
         for i, t in enumerate(texts):
             a.scopes.write("stash", f"k{i}", t)
         a.scopes.delete("stash")
+    elif op == "member_values":
+        boss, mole = c.agent("detective"), c.agent("informant")
+        boss.scopes.create("plan")
+        boss.scopes.invite("plan", "informant")
+        mole.scopes.accept("plan")
+        for i, t in enumerate(texts):
+            mole.scopes.write("plan", f"k{i}", t)
+        mine = [(k.id, o) for o in ("task:plan:log", "task:plan")
+                for k in b.gateway.list(c.space, o)]
+        boss.scopes.remove("plan", "informant", forget_values=True)
     else:
         mine = [(k.id, "detective") for k in cards(c, "detective", texts)]
     ids[op] = {"case": c.id, "space": space, "cards": mine}
@@ -97,39 +111,115 @@ print(json.dumps(ids))
 """
 
 
-def run_lab(out: Path, per_op: int = 10, seed: int = 31, keep: bool = False) -> list[dict[str, Any]]:
-    """Both settings, every operation; writes ``forgetting.json``/``.csv``/``.png`` to ``out``
-    and returns the rows."""
+LEARNER = r"""
+import json, sys
+from bureau import Bureau
+b = Bureau.open()
+c = b.load_scenario("safe-combination")
+mine = []
+for t in json.loads(sys.argv[1]):
+    card = c.whisper("detective", t)
+    copy = c.publish("detective", card.id)
+    mine += [(card.id, "detective"), (copy.id, "board")]
+print(json.dumps({"case": c.id, "space": c.space.store_id, "cards": mine,
+                  "keys": str(b.settings.seal_keys_path)}))
+"""
+
+
+def run_lab(out: Path, per_op: int = 10, seed: int = 31, keep: bool = False,
+            classroom: bool = True) -> list[dict[str, Any]]:
+    """Both settings, every operation (``classroom``: also the instructor's commands on a
+    classroom server this lab starts and tears down); writes ``forgetting.json``/``.csv``/
+    ``.md``/``.png`` to ``out`` and returns the rows."""
     from ...embedding import shared_minilm
 
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     pool = _texts(rng)
-    plan = {op: pool[i * per_op:(i + 1) * per_op] for i, op in enumerate(OPERATIONS)}
-    decoys = pool[len(OPERATIONS) * per_op:]
+    ops = OPERATIONS + (CLASSROOM_OPERATIONS if classroom else ())
+    plan = {op: pool[i * per_op:(i + 1) * per_op] for i, op in enumerate(ops)}
+    decoys = pool[len(ops) * per_op:]
+    local = {op: plan[op] for op in OPERATIONS}
     encoder = shared_minilm()
     rows: list[dict[str, Any]] = []
     for seal in (False, True):
-        data = Path(tempfile.mkdtemp(prefix=f"bureau-forgetting-{int(seal)}-"))
-        try:
-            start = time.perf_counter()
-            env = {**os.environ, "BUREAU_DATA_DIR": str(data), "BUREAU_SEAL": str(int(seal))}
-            env.pop("BUREAU_FAULT", None)
-            proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(plan)], env=env,
-                                  text=True, capture_output=True, timeout=900)
-            if proc.returncode != 0:
-                raise RuntimeError(f"the forgetting child failed:\n{proc.stderr[-3000:]}")
-            made = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows += _observe(data, seal, plan, made, decoys, encoder, rng)
-            for r in rows[-len(OPERATIONS):]:
-                r["run_s"] = round(time.perf_counter() - start, 1)
-        finally:
-            if not keep:
-                import shutil
-
-                shutil.rmtree(data, ignore_errors=True)
+        rows += _local(seal, local, decoys, encoder, rng, keep)
+        if classroom:
+            room_plan = {op: plan[op] for op in CLASSROOM_OPERATIONS}
+            rows += _room(seal, room_plan, decoys, encoder, rng, keep)
     write(out, rows)
     return rows
+
+
+def _local(seal: bool, plan: dict[str, list[str]], decoys: list[str], encoder: Any,
+           rng: random.Random, keep: bool) -> list[dict[str, Any]]:
+    """The operations of one data directory, in a child process; then the observer."""
+    data = Path(tempfile.mkdtemp(prefix=f"bureau-forgetting-{int(seal)}-"))
+    try:
+        start = time.perf_counter()
+        env = {**os.environ, "BUREAU_DATA_DIR": str(data), "BUREAU_SEAL": str(int(seal))}
+        env.pop("BUREAU_FAULT", None)
+        env.pop("BUREAU_CLASSROOM", None)
+        proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(plan)], env=env,
+                              text=True, capture_output=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the forgetting child failed:\n{proc.stderr[-3000:]}")
+        made = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows = _observe(data, seal, plan, made, decoys, encoder, rng)
+        for r in rows:
+            r["run_s"] = round(time.perf_counter() - start, 1)
+        return rows
+    finally:
+        if not keep:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def _room(seal: bool, plan: dict[str, list[str]], decoys: list[str], encoder: Any,
+          rng: random.Random, keep: bool) -> list[dict[str, Any]]:
+    """The instructor's commands on a real classroom server: one learner per command writes
+    and publishes its canaries (in its own process, data directory and tenant), then the
+    instructor resets the first, removes the second, copies the server's files (what a backup
+    or the administrator holds) and tears the room down (the third). The observer reads that
+    copy and the learners' data directories as they are afterwards."""
+    from ...classroom import tenants
+
+    base = Path(tempfile.mkdtemp(prefix=f"bureau-forgetting-room-{int(seal)}-"))
+    homes, seen = base / "observed" / "homes", base / "observed" / "server"
+    learners = dict(zip(plan, ("ann", "ben", "cat"), strict=True))
+    start = time.perf_counter()
+    room = base / "room"
+    try:
+        tenants.start(room)
+        try:
+            for name in learners.values():
+                tenants.add(room, name, data_dir=homes / name)
+            roster = tenants.Roster.load(room)
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("BUREAU_FAULT", "BUREAU_SEEKDB_HOST")}
+            procs = {op: subprocess.Popen(
+                [sys.executable, "-c", LEARNER, json.dumps(plan[op])],
+                env={**env, "BUREAU_DATA_DIR": str(homes / name), "BUREAU_SEAL": str(int(seal)),
+                     "BUREAU_CLASSROOM": str(roster.connection_file(name))},
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for op, name in learners.items()}
+            made = {}
+            for op, proc in procs.items():
+                stdout, stderr = proc.communicate(timeout=900)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"a forgetting learner failed:\n{stderr[-3000:]}")
+                made[op] = json.loads(stdout.strip().splitlines()[-1])
+            tenants.reset(room, learners["classroom_reset"])
+            tenants.remove(room, learners["classroom_remove"])
+            disk.copy_files(roster.server_dir.resolve(), seen)
+        finally:
+            tenants.teardown(room)
+        rows = _observe(base / "observed", seal, plan, made, decoys, encoder, rng)
+        for r in rows:
+            r["run_s"] = round(time.perf_counter() - start, 1)
+        return rows
+    finally:
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _observe(data: Path, seal: bool, plan: dict[str, list[str]], made: dict[str, Any],
@@ -142,11 +232,11 @@ def _observe(data: Path, seal: bool, plan: dict[str, list[str]], made: dict[str,
               for t in ts}
     where = disk.find_texts(data, tokens)
     vectors = disk.find_vectors(data)
-    keys_dir = data / "seal.keys"
+    # every key store the copy holds (a data directory's seal.keys, a learner's
+    # seal.keys.learner_<name>): the observer who copied the key stores too
     scope_keys = [bytes.fromhex(json.loads(p.read_bytes())["scope_key"])
-                  for p in keys_dir.glob("*/*.key")] if keys_dir.is_dir() else []
+                  for p in data.rglob("*.key") if p.parent.parent.name.startswith("seal.keys")]
     turned_back = [vectors] + [vectors @ rotation(k, vectors.shape[1]) for k in scope_keys]
-    store = KeyStore(keys_dir)
     rows = []
     for op, texts in plan.items():
         truth = encoder.embed(texts, cache=False)
@@ -159,6 +249,7 @@ def _observe(data: Path, seal: bool, plan: dict[str, list[str]], made: dict[str,
         found = [t for t, (o, _) in tokens.items() if o == op and where[t]]
         info = made.get(op, {})
         space = info.get("space")
+        store = KeyStore(Path(info.get("keys") or data / "seal.keys"))
         left = sum(1 for cid, owner in info.get("cards", [])
                    if space and store.exists() and store.data_keys(space, owner, [cid]))
         rows.append({

@@ -23,6 +23,7 @@ filters out (the ledger names the cards that do) and the next write to the scope
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import (
@@ -76,6 +77,8 @@ class TaskScopes:
         self._runs = runs
         self.case_id = ctx.case_id
         self.token = ctx.token
+        self.forget: Callable[[str], list[str]] | None = None
+        """Forgets a card with every copy (the case's disclosure room sets it)."""
 
     def _notify(self, events: list[Event]) -> None:
         self._ctx.notify(events)
@@ -103,10 +106,32 @@ class TaskScopes:
     def decline(self, name: object, role: str) -> TaskScope:
         return self._change("decline", name, role)
 
-    def remove(self, name: object, by: str, role: str) -> TaskScope:
+    def remove(self, name: object, by: str, role: str, *, forget_values: bool = False
+               ) -> TaskScope:
         """The owner removes a member (or withdraws an invitation): it loses access on every
-        read path at once, in every process (membership is read on every request)."""
-        return self._change("remove", name, by, role)
+        read path at once, in every process (membership is read on every request).
+
+        ``forget_values``: the values the member wrote go with it -- each of its writes in the
+        scope's history and the value it shows, forgotten like ``case.forget`` (revoked with
+        every copy, and with sealing their keys destroyed, so the store's files keep noise). A
+        key whose current value was the member's then has none until someone writes it again.
+        The membership changes first (only the owner may do this); a crash before the writes
+        are forgotten leaves them, and ``case.forget`` of each finishes the job."""
+        scope = self._change("remove", name, by, role)
+        if forget_values:
+            self._forget_writes(check_scope_name(name), self._ctx.role(role))
+        return scope
+
+    def _forget_writes(self, name: str, role: str) -> list[str]:
+        """Forget every live write ``role`` made in the scope (and what derives from it)."""
+        if self.forget is None:
+            raise InvalidArgumentError("This task-scope room cannot forget values.")
+        space, dead = self._ctx.view()
+        gone: set[str] = set(dead)
+        for card in self.gateway.list(space, log_owner_id(name)):
+            if card.source_role == role and card.id not in gone:
+                gone.update(self.forget(card.id))
+        return sorted(gone - set(dead))
 
     def transfer(self, name: object, by: str, to: str) -> TaskScope:
         """The owner hands the scope to ``to``, who must be an accepted member."""
