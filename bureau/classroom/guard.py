@@ -330,7 +330,6 @@ class Watcher:
         self.own |= {x for x in state.get("expected", []) if isinstance(x, int)}
 
     def step(self) -> None:
-        self._sync()
         try:
             polled = self._poll()
             self._read_log()

@@ -281,9 +281,10 @@ class ScopeSearch:
         """After a write to one scope (``vectors``: the added cards' vectors *as stored*, i.e.
         turned when sealed; read back when not given): bump its version, and bring this
         process's matrix along if no other writer came between (the bump went from the
-        matrix's version to the next), else rebuild it now. The writer pays for the rebuild,
-        not the next role to search the scope: on the board, that role's search time would
-        otherwise tell it whether another role had searched since the write."""
+        matrix's version to the next), else drop it (rebuilt on its next search: a busy
+        writer beside another process must not rescan the scope on every write). A purge
+        (``forget``) rebuilds the now empty matrix at once, so the next role to search the
+        board does not pay for a build that would tell it no role had searched since."""
         if sql_engine(self.gw.memory) is None:
             return
         with LOCK:
@@ -293,10 +294,11 @@ class ScopeSearch:
                 return
             if forget or version != matrix.version + 1:
                 self.index.forget(uid, owner)
-                try:
-                    self._build(uid, owner)
-                except Exception:  # noqa: BLE001 - a write never fails for its cache:
-                    pass  # the half-read matrix is gone (_build), the next search builds it
+                if forget:
+                    try:
+                        self._build(uid, owner)
+                    except Exception:  # noqa: BLE001 - a write never fails for its cache:
+                        pass  # the half-read matrix is gone (_build); the next search builds it
                 return
             if removed:
                 matrix.drop([int(i) for i in removed])

@@ -162,13 +162,8 @@ def _local(seal: bool, plan: dict[str, list[str]], decoys: list[str], encoder: A
         env.pop("BUREAU_CLASSROOM", None)
         proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(plan)], env=env,
                               text=True, capture_output=True, timeout=900)
-        if proc.returncode != 0:
-            raise RuntimeError(f"the forgetting child failed:\n{proc.stderr[-3000:]}")
-        made = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows = _observe(data, seal, plan, made, decoys, encoder, rng)
-        for r in rows:
-            r["run_s"] = round(time.perf_counter() - start, 1)
-        return rows
+        made = _reported(proc.returncode, proc.stdout, proc.stderr, "the forgetting child")
+        return _timed(_observe(data, seal, plan, made, decoys, encoder, rng), start)
     finally:
         if not keep:
             shutil.rmtree(data, ignore_errors=True)
@@ -189,7 +184,7 @@ def _room(seal: bool, plan: dict[str, list[str]], decoys: list[str], encoder: An
     start = time.perf_counter()
     room = base / "room"
     try:
-        tenants.start(room)
+        tenants.start(room, guard=False)  # a throw-away room: no KILL to watch for
         try:
             for name in learners.values():
                 tenants.add(room, name, data_dir=homes / name)
@@ -205,21 +200,29 @@ def _room(seal: bool, plan: dict[str, list[str]], decoys: list[str], encoder: An
             made = {}
             for op, proc in procs.items():
                 stdout, stderr = proc.communicate(timeout=900)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"a forgetting learner failed:\n{stderr[-3000:]}")
-                made[op] = json.loads(stdout.strip().splitlines()[-1])
+                made[op] = _reported(proc.returncode, stdout, stderr, "a forgetting learner")
             tenants.reset(room, learners["classroom_reset"])
             tenants.remove(room, learners["classroom_remove"])
             disk.copy_files(roster.server_dir.resolve(), seen)
         finally:
             tenants.teardown(room)
-        rows = _observe(base / "observed", seal, plan, made, decoys, encoder, rng)
-        for r in rows:
-            r["run_s"] = round(time.perf_counter() - start, 1)
-        return rows
+        return _timed(_observe(base / "observed", seal, plan, made, decoys, encoder, rng), start)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _reported(returncode: int, stdout: str, stderr: str, who: str) -> Any:
+    """What a child process printed last (its JSON report), or why it failed."""
+    if returncode != 0:
+        raise RuntimeError(f"{who} failed:\n{stderr[-3000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _timed(rows: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    for r in rows:
+        r["run_s"] = round(time.perf_counter() - start, 1)
+    return rows
 
 
 def _observe(data: Path, seal: bool, plan: dict[str, list[str]], made: dict[str, Any],
