@@ -93,6 +93,15 @@ class VisibilityBoundaryError(BureauError):
     """The request crosses a boundary: another case, another role, or a card that is not private."""
 
 
+class NamespaceRefusedError(VisibilityBoundaryError, InvalidArgumentError):
+    """A store bound to a handle was given a namespace that is not its own role's (lesson 09's
+    bridge from caller-chosen namespaces). Raised from the argument alone, before any storage
+    call, with the same words whether or not the named namespace holds anything."""
+
+    hint = ("The handle already says who you are: pass your own ('memories', <your role>), "
+            "a prefix of it, or ().")
+
+
 class BoundaryViolation(BureauError):
     """Storage returned a row outside the requested scope. Never expected; fail loudly."""
 

@@ -322,7 +322,9 @@ def test_stage_notebook_uses_only_the_stage():
 
 # -- words defined before they are used (issue 34 §4) -----------------------------------------------
 JARGON = ["bureau", "case", "role", "tenant", "memory X-ray", "saga", "compensation", "cleanup task",
-          "float32", "ulp", "AUROC", "random draw", "random baseline", "HMAC"]
+          "float32", "ulp", "AUROC", "random draw", "random baseline", "HMAC",
+          "semantic memory", "episodic memory", "procedural memory", "hot-path write",
+          "background write"]
 """Terms a newcomer cannot guess: each has a glossary entry, and its first use in the course is
 a definition (bold, as a "Jargon:" note is) or a link to the glossary."""
 

@@ -83,7 +83,8 @@ COURSE: list[Lesson] = [
            "scope with invitations, two processes converging, a removed member", 30),
     Lesson("09_closing.ipynb", "09 · Closing: what to take home",
            "the four big ideas, a design checklist, how peer memory libraries scope memory and "
-           "where their isolation bugs came from, wiring an agent loop to a handle", 25),
+           "where their isolation bugs came from, wiring an agent loop to a handle, a "
+           "LangGraph-style namespace store ported onto a handle", 35),
 ]
 """The course, in order: the one table navigation and contents are generated from."""
 STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); set `BUREAU_CASE` "

@@ -15,7 +15,10 @@ What the lesson's cells and its check share lives here, so the notebook stays th
 * :func:`identity_fields` and :func:`owners_seen` -- which tool arguments would let a model
   choose whose memory it reads, and whose cards a tool-calling run was actually handed;
 * the exercise ``09-wire-an-agent``: run the tool-calling loop over the informant's handle; the
-  check reads the bureau's own event log of that retrieval, not the learner's code.
+  check reads the bureau's own event log of that retrieval, not the learner's code;
+* the bridge from a caller-namespaced store (LangGraph's shape) to a handle, and its exercise
+  ``09-port-a-store``, live in :mod:`.bridge` (imported here, so importing this module
+  registers both exercises).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..agents.loop import ToolLoop
 from ..agents.tools import IDENTITY_FIELDS
 from ..model import BOARD
 from ..service import Case
+from . import bridge  # noqa: F401  (registers the lesson's second exercise, 09-port-a-store)
 from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 
 PEERS_FILE = Path(__file__).with_name("peers.yaml")
