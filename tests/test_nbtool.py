@@ -199,3 +199,26 @@ def test_a_lesson_time_said_differently_anywhere_is_stale(nbtool, course_copy: P
     nbtool.nav(course_copy)
     assert nbtool.nav(course_copy, write=False) == ([], [])
     assert f"about {minutes} min" in nbformat.read(path, as_version=4).cells[1].source
+
+
+def test_every_lessons_time_is_what_its_notebook_gives(nbtool, course_copy: Path, monkeypatch):
+    """Issue 34 §2: ``COURSE`` holds what ``nbtool.py time`` computes, so a lesson whose prose
+    grew (or shrank) since it was timed is reported; planted: a row that says 5 minutes."""
+    assert nbtool.stale_times(NB_DIR) == []
+    first = nbtool.COURSE[0]
+    monkeypatch.setattr(nbtool, "COURSE", [first._replace(minutes=5), *nbtool.COURSE[1:]])
+    found = nbtool.stale_times(course_copy)
+    assert len(found) == 1 and found[0].startswith(f"{first.file}: COURSE says 5 min"), found
+
+
+def test_a_cell_id_in_an_nbformat_4_4_notebook_is_reported(nbtool, tmp_path: Path):
+    """Lesson 07 once held cell ids at nbformat 4.4 (invalid: Jupyter warns on every open);
+    ``check`` reports them and ``clean`` drops them."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a")])
+    nb.metadata = {"kernelspec": dict(nbtool.KERNELSPEC)}
+    nb.nbformat_minor = 4
+    path = tmp_path / "x.ipynb"
+    assert "id" in nb.cells[0]
+    path.write_text(nbformat.writes(nb, version=4), encoding="utf-8")
+    assert any("a cell id is invalid" in p for p in nbtool.problems(path, nb))
+    assert nbtool.problems(path, nbtool.clean(nb)) == []
