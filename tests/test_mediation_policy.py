@@ -91,22 +91,22 @@ TABLE = [
     (INV_PRESS, CODE, [grant(recipient="external", action="abstract")], {}, "abstract",
      ("recipient-too-broad", "granted"), "nothing-raw-leaves-the-bureau"),
     # the access code needs an approval (a grant) to reach a reviewer
-    (INV_CHIEF, CODE, [], {}, "withhold", ("human-approval-required",), "codes-need-approval"),
+    (INV_CHIEF, CODE, [], {}, "withhold", ("human-approval-required",), "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant()], {}, "reveal", ("owner-policy-allows", "granted"),
-     "codes-need-approval"),
+     "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant(action="abstract")], {}, "abstract",
-     ("owner-policy-allows", "granted"), "codes-need-approval"),
+     ("owner-policy-allows", "granted"), "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant(expires_at=NOW - 1)], {}, "withhold", ("human-approval-required",),
-     "codes-need-approval"),
+     "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant(revoked_at=NOW - 1)], {}, "withhold", ("human-approval-required",),
-     "codes-need-approval"),
+     "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant(requester="someone-else")], {}, "withhold",
-     ("human-approval-required",), "codes-need-approval"),
+     ("human-approval-required",), "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant(card_id="2")], {}, "withhold", ("human-approval-required",),
-     "codes-need-approval"),
+     "restricted-needs-approval"),
     (INV_CHIEF, CODE, [grant(purpose="investigation", recipient="human-reviewer",
                              requester="chief", expires_at=NOW + 60)], {}, "reveal",
-     ("owner-policy-allows", "granted"), "codes-need-approval"),
+     ("owner-policy-allows", "granted"), "restricted-needs-approval"),
     (INV_CHIEF | {"purpose": "trial"}, CODE, [], {}, "withhold", ("no-rule-matched",), None),
     (INV_CHIEF, ALIBI, [], {}, "abstract", ("sensitive-detail-not-needed",),
      "investigation-abstracts"),
@@ -127,7 +127,7 @@ TABLE = [
     (INV_DET, ALIBI, [], {"informant": 1.0}, "abstract", ("sensitive-detail-not-needed",),
      "investigation-abstracts"),  # another owner's budget is untouched
     (INV_CHIEF, CODE, [grant()], {"informant": 0.25}, "withhold", ("budget-exhausted",),
-     "codes-need-approval"),  # a reveal costs 1.0: three abstracts' worth is too much
+     "restricted-needs-approval"),  # a reveal costs 1.0: three abstracts' worth is too much
     (INV_CHIEF, EVIDENCE, [], {"detective": 0.5}, "withhold", ("budget-exhausted",),
      "evidence-for-investigation"),
     (INV_DET | {"requester": "detective"}, EVIDENCE, [], {"detective": 0.5}, "reveal",
@@ -192,7 +192,7 @@ def test_rules_expire():
 def test_every_decision_records_the_policy_version(mediator):
     (d,) = mediator.decide(inv(), [card()], MediationContext(NOW))
     entry = d.audit_entry(inv(), mediator.policy)
-    assert entry["policy_version"] == "2026-06-22.1" and len(entry["policy_digest"]) == 12
+    assert entry["policy_version"] == "2026-12-05.1" and len(entry["policy_digest"]) == 12
     assert "0427" not in str(entry) and "q?" not in str(entry)  # no card text, no question
 
 

@@ -220,7 +220,7 @@ def test_same_question_different_requesters_and_purposes(mediated, case):
     table = case.audit()
     assert list(table.action) == ["consult", "reveal"] + ["consult", "abstract"] + [
         "consult", "withhold"] * 2  # every consult: its invocation entry, then its decisions
-    assert set(table.policy_version) == {"2026-06-22.1"}
+    assert set(table.policy_version) == {"2026-12-05.1"}
     assert case.stage()["mediation"] == {"reveal": 1, "abstract": 1, "withhold": 2}
 
 
@@ -375,14 +375,15 @@ def test_the_stage_widget_shows_mediation_counts_only():
     assert "mediation" not in stage_html({**snapshot, "mediation": {}})
 
 
-def test_lesson_07_requests_table_lists_the_requests_it_makes():
+def test_lesson_07_requests_table_lists_the_requests_it_makes(case):
     """Lesson 07 prints the five requests before the learner predicts: the table must be the
     requests ``same_question`` makes, each with the handle it goes through."""
-    from bureau.course.purpose import REQUESTS, requests_table
+    from bureau.course.purpose import PurposeCast, requests_table
 
-    table = requests_table()
-    assert list(table["request"]) == list(REQUESTS)
-    for (_, row), (name, kwargs) in zip(table.iterrows(), REQUESTS.values(), strict=True):
+    requests = PurposeCast.of(case).requests()
+    table = requests_table(case)
+    assert list(table["request"]) == list(requests)
+    for (_, row), (name, kwargs) in zip(table.iterrows(), requests.values(), strict=True):
         assert f'"{name}")' in row["asked through"]
         assert row["recipient"] == kwargs.get("recipient", "-")
         assert row["purpose"] == kwargs.get("purpose", "-")

@@ -37,9 +37,9 @@ SCENARIO_LESSONS = [NB_DIR / n for n in (
 are the operator's lessons, so each shows the console; later lessons show it only where it does
 what they teach (issue 21 §3: lesson 04 attacks through agent handles, which the console has not)."""
 LATER_SCENARIO_LESSONS = [NB_DIR / n for n in ("04_attacks.ipynb", "06_llm_voice.ipynb",
-                                               "09_closing.ipynb")]
-"""Later lessons that take a ``scenario`` too and read every role and card from the cast or the
-attack target (issue 34 §7); lesson 07 is bound to the safe combination's policy labels."""
+                                               "07_purpose_bound.ipynb", "09_closing.ipynb")]
+"""Later lessons that take a ``scenario`` too and read every role and card from the cast, the
+attack target or lesson 07's cast of roles and policy labels (issue 34 §7)."""
 OTHER_SCENARIOS = ["the-mole", "ward-seven"]
 WORKED_EXAMPLE = ("suspect", "0427", "footprint", "cctv", "safe-code")
 """Safe-combination names no output may show when a lesson runs with another scenario."""

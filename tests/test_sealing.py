@@ -383,6 +383,7 @@ def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
     files after ``forget`` and the sealed one is not; the exercise passes only for a card
     forgotten (not kept, not merely revoked) whose key is gone."""
     from bureau.course.forgetting import SOLUTION, forget_and_look
+    from bureau.course.purpose import PurposeCast
     from bureau.course.widgets.exercises import check
 
     table = forget_and_look(case).set_index("setting")
@@ -394,7 +395,7 @@ def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
     assert "still there" in check("07-forget-for-good", case, kept.id).message
     case.revoke(kept.id)
     assert "revoked, not forgotten" in check("07-forget-for-good", case, kept.id).message
-    ns = {"case": case}
+    ns = {"case": case, "cast": PurposeCast.of(case)}
     exec(SOLUTION, ns)
     verdict = check("07-forget-for-good", case, ns["my_card"])
     assert verdict.ok, verdict.message

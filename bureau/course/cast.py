@@ -132,6 +132,12 @@ def _fact(scenario: Scenario, key: str, question: Question | None = None) -> Fac
     )
 
 
+def fact(scenario: Scenario, key: str) -> Fact:
+    """The seed card ``key``, who holds it, and the question that publishes or asks about it
+    (lesson 07 picks its testimony among these)."""
+    return _fact(scenario, key)
+
+
 def _card_answering(scenario: Scenario, q: Question, role: str) -> str | None:
     """The key of ``role``'s card that ``q`` is about: the one it publishes, else one on its topic.
 

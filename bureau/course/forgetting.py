@@ -24,10 +24,12 @@ from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 FACT = "The spare key to the archive is taped under the third stair."
 
 
-def forget_and_look(case: Any, role: str = "detective") -> pd.DataFrame:
-    """Per setting (unsealed, sealed): a canary whispered to ``role``, forgotten, then looked
-    for in every file of the data directory; and whether the key store still holds its key."""
+def forget_and_look(case: Any, role: str | None = None) -> pd.DataFrame:
+    """Per setting (unsealed, sealed): a canary whispered to ``role`` (default: the case's
+    first role; lesson 07 passes its colleague), forgotten, then looked for in every file of the
+    data directory; and whether the key store still holds its key."""
     bureau = case.bureau
+    role = role or case.role_names[0]
     if bureau.settings.store != "embedded":
         return pd.DataFrame([{"note": "your memory lives on the classroom server, not in this "
                                       "data directory: run this part on your own machine"}])
@@ -115,7 +117,7 @@ def check_forgotten(case: Any, answer: Any) -> Verdict:
                   "every copy the database's files still keep of it is noise.")
 
 
-SOLUTION = '''card = case.whisper("detective", "My own note: the side door sticks in the rain.")
+SOLUTION = '''card = case.whisper(cast.colleague, "My own note: the side door sticks in the rain.")
 case.forget(card.id)
 my_card = card.id'''
 

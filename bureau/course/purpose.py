@@ -1,8 +1,12 @@
-"""Lesson 07 (purpose-bound memory): the questions, the invocations and the exercise.
+"""Lesson 07 (purpose-bound memory): its cast, the questions, the invocations and the exercise.
 
-The lesson runs the safe-combination case under the example policy
-(``scenarios/policies/default.yaml``); this module holds what its cells and its check share, so
-the notebook stays thin. Importing it registers the exercise ``07-purpose-rule``.
+The lesson runs any bundled scenario under the example policy (``scenarios/policies/default.yaml``);
+this module holds what its cells and its check share, so the notebook stays thin. Importing it
+registers the exercise ``07-purpose-rule``.
+
+Roles and cards are data: :class:`PurposeCast` reads them from the case's scenario (lessons
+00-03's :class:`~bureau.course.cast.Cast` and the cards' policy labels), so the lesson and its
+check judge the roles the scenario has (``papermill -p scenario ward-seven``).
 
 Every request is made through a handle the requester holds: ``case.agent(role)`` for a role,
 ``case.requester(name)`` for the chief or an outsider the policy declares (``principals:``).
@@ -12,51 +16,187 @@ decision, withheld ones too, in the audit trail (:func:`audit_of`).
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..errors import PolicyError
+from ..errors import PolicyError, ScenarioError
 from ..mediation.mediator import REASONS, Mediation, PolicyMediator
 from ..mediation.policy import default_policy_path, load_policy, parse_policy
-from ..service import Case
+from ..scenario import Scenario
 from ..service.agent import Requester
+from .cast import Cast, Fact, fact
 from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 
-SAFE_Q = "What is the combination of the safe in the study?"
-ALIBI_Q = "What is the alibi for Friday night?"
-BOOT_Q = "What size is the muddy boot print?"
+if TYPE_CHECKING:
+    from ..service import Case
 
-REQUESTS: dict[str, tuple[str, dict[str, str]]] = {
-    "the informant, for itself": ("informant", {}),
-    "the detective, investigating": ("detective", {"recipient": "other-agent",
-                                                   "purpose": "investigation"}),
-    "the chief, reviewing the investigation": ("chief", {"recipient": "human-reviewer",
-                                                         "purpose": "investigation"}),
-    "the press, for a story": ("press", {"recipient": "external", "purpose": "investigation"}),
-    "the detective, gossiping": ("detective", {"recipient": "other-agent",
-                                               "purpose": "gossip"}),
-}
-"""One question, five invocations: who asks (the principal whose handle makes the request),
-for whom and for what."""
-ROLE_HANDLES = {"informant", "detective"}
-"""The requesters of :data:`REQUESTS` that are roles of the safe combination (the others are
-principals the policy file declares)."""
-LAB_K = 5
-"""Policy e on the benchmark reads up to this many cards of each other agent (lesson 05's k)."""
+GUARDED = "restricted"
+"""The sensitivity of the secret: the example policy hands a restricted card to a reviewer only
+with the owner's grant (rule ``restricted-needs-approval``), which the lesson demonstrates."""
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A seed card of the lesson, with the policy labels the lesson's requests depend on."""
+
+    fact: Fact
+    sensitivity: str | None
+    info_type: str | None
+    abstraction: str | None
+
+    @property
+    def key(self) -> str:
+        return self.fact.key
+
+    @property
+    def owner(self) -> str:
+        return self.fact.owner
+
+    @property
+    def question(self) -> str:
+        return self.fact.question or ""
+
+    @classmethod
+    def of(cls, scenario: Scenario, f: Fact) -> Labelled:
+        memory = scenario.seed(f.key)[1]
+        return cls(f, memory.sensitivity, memory.info_type, memory.abstraction)
+
+
+@dataclass(frozen=True)
+class PurposeCast:
+    """Who plays which part in lesson 07, read from one scenario (safe combination in brackets).
+
+    ``secret`` (``safe-code``): lessons 00-03's secret, which must be labelled ``restricted``
+    with a safe abstraction; its ``holder`` (informant) is asked five times, one of them by
+    the ``colleague`` (detective: lessons 00-03's outsider). ``testimony`` (``alibi``): a
+    card of a ``witness`` (suspect) other than the holder, with an abstraction and an
+    ``info_type`` of its own (the trial exercise matches on it), asked again and again by the
+    ``asker`` (detective) until the budget runs out. ``evidence`` (``footprint``): lessons
+    00-03's evidence, which its ``publisher`` (detective) publishes and a ``reader`` (suspect)
+    finds on the board until the operator revokes it.
+    """
+
+    scenario_id: str
+    title: str
+    secret: Labelled
+    colleague: str
+    testimony: Labelled
+    asker: str
+    evidence: Fact
+    reader: str
+
+    @property
+    def holder(self) -> str:
+        return self.secret.owner
+
+    @property
+    def witness(self) -> str:
+        return self.testimony.owner
+
+    @property
+    def publisher(self) -> str:
+        return self.evidence.owner
+
+    @classmethod
+    def of(cls, case_or_scenario: Case | Scenario) -> PurposeCast:
+        """The lesson's cast for a case (or a scenario); ``ScenarioError`` says what is missing."""
+        s = (case_or_scenario if isinstance(case_or_scenario, Scenario)
+             else case_or_scenario.scenario)
+        return _purpose_cast(s)
+
+    def requests(self) -> dict[str, tuple[str, dict[str, str]]]:
+        """One question, five invocations: who asks (the principal whose handle makes the
+        request), for whom and for what."""
+        h, c = self.holder, self.colleague
+        return {
+            f"the {h}, for itself": (h, {}),
+            f"the {c}, investigating": (c, {"recipient": "other-agent",
+                                            "purpose": "investigation"}),
+            "the chief, reviewing the investigation": ("chief", {"recipient": "human-reviewer",
+                                                                 "purpose": "investigation"}),
+            "the press, for a story": ("press", {"recipient": "external",
+                                                 "purpose": "investigation"}),
+            f"the {c}, gossiping": (c, {"recipient": "other-agent", "purpose": "gossip"}),
+        }
+
+    def parts(self) -> list[tuple[str, str]]:
+        """``(part, who or which card)`` rows, in the order the lesson meets them."""
+        def card(c: Labelled) -> str:
+            return f"{c.key} ({c.owner}'s card; {c.sensitivity}, info_type {c.info_type})"
+
+        return [("holder", self.holder), ("secret", card(self.secret)),
+                ("colleague", self.colleague), ("witness", self.witness),
+                ("testimony", card(self.testimony)), ("asker", self.asker),
+                ("publisher", self.publisher), ("evidence", f"{self.evidence.key} "
+                                                            f"({self.publisher}'s card)"),
+                ("reader", self.reader)]
+
+    def __repr__(self) -> str:
+        return f"<PurposeCast of {self.scenario_id}: " + ", ".join(
+            f"{part}={who}" for part, who in self.parts()) + ">"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td><code>cast.{part}</code></td><td>{html.escape(who)}</td></tr>"
+                       for part, who in self.parts())
+        return (f'<div class="bureau-cast"><b>Who plays which part in {html.escape(self.title)}'
+                f" (<code>{html.escape(self.scenario_id)}</code>)</b>"
+                f"<table><tr><th>part</th><th>played by</th></tr>{rows}</table></div>")
+
+    def trial_brief(self) -> str:
+        """The exercise, in this scenario's roles and cards (the notebook prints it)."""
+        t, s = self.testimony, self.secret
+        return (f"The judge needs the {t.owner}'s card {t.key!r} (info_type {t.info_type!r}; "
+                f"question: {t.question!r}) for the trial: requester 'judge', recipient "
+                "'human-reviewer', purpose 'trial'.\nWrite one rule that reveals it to the judge "
+                f"and nothing else: the press must still get nothing, and the judge must not get "
+                f"the {s.owner}'s {s.key!r} (info_type {s.info_type!r}).")
+
+
+def _purpose_cast(s: Scenario) -> PurposeCast:
+    cast = Cast.of(s)
+    secret = Labelled.of(s, cast.secret)
+    if secret.sensitivity != GUARDED or not secret.abstraction or not secret.info_type:
+        raise ScenarioError(
+            f"Scenario {s.id!r} gives lesson 07 no guarded secret: its card {secret.key!r} "
+            f"needs the labels sensitivity: {GUARDED}, an info_type and an abstraction "
+            "(scenarios/README.md, 'Labels').")
+    # The testimony: lessons 00-03's if it qualifies, else the first labelled card that does.
+    candidates = [cast.testimony] + [fact(s, m.key) for _, m in s.seeds()]
+    testimony = next((t for t in (Labelled.of(s, f) for f in candidates)
+                      if t.owner != secret.owner and t.abstraction and t.sensitivity
+                      and t.info_type and t.info_type != secret.info_type and t.question),
+                     None)
+    if testimony is None:
+        raise ScenarioError(
+            f"Scenario {s.id!r} gives lesson 07 no testimony: it needs a card of another role "
+            f"than {secret.owner!r} with a sensitivity, an abstraction, an info_type other than "
+            f"{secret.info_type!r} and a question about it (scenarios/README.md, 'Labels').")
+    roles = list(s.role_names)
+    asker = next(r for r in [cast.outsider, *roles, secret.owner] if r != testimony.owner)
+    learners = [r for r in cast.evidence.knowers_after if r not in cast.evidence.knowers_before]
+    reader = learners[-1] if learners else cast.bystander
+    return PurposeCast(scenario_id=s.id, title=s.title, secret=secret, colleague=cast.outsider,
+                       testimony=testimony, asker=asker, evidence=cast.evidence, reader=reader)
+
+
 AUDIT_VIEW = ["card_id", "card_owner", "requester", "recipient", "purpose", "action", "reasons",
               "rule", "cost", "meaning"]
+LAB_K = 5
+"""Policy e on the benchmark reads up to this many cards of each other agent (lesson 05's k)."""
 
 
-def requests_table() -> pd.DataFrame:
+def requests_table(case: Case) -> pd.DataFrame:
     """The five requests of :func:`same_question`, before any is made: the handle that asks
     (what makes it that requester), for whom and why. The learner predicts from this table."""
+    roles = set(case.role_names)
     return pd.DataFrame([
-        {"request": who, "asked through": (f'case.agent("{name}")' if name in ROLE_HANDLES
+        {"request": who, "asked through": (f'case.agent("{name}")' if name in roles
                                            else f'case.requester("{name}")'),
          "recipient": kwargs.get("recipient", "-"), "purpose": kwargs.get("purpose", "-")}
-        for who, (name, kwargs) in REQUESTS.items()])
+        for who, (name, kwargs) in PurposeCast.of(case).requests().items()])
 
 
 def handle(case: Case, name: str) -> Requester:
@@ -102,13 +242,14 @@ def plot_decisions(case: Case) -> Any:
     return fig
 
 
-def same_question(case: Case, role: str = "informant", question: str = SAFE_Q) -> pd.DataFrame:
-    """Ask ``question`` once per entry of :data:`REQUESTS`, each through the requester's own
-    handle; one row per request. ``answer`` is what the requester got; ``action``, ``reasons``
+def same_question(case: Case) -> pd.DataFrame:
+    """Ask the secret's question of its holder once per entry of
+    :meth:`PurposeCast.requests`, each through the requester's own handle; one row per request. ``answer`` is what the requester got; ``action``, ``reasons``
     and ``rule`` (of the best-ranked card) come from the audit trail, the operator's view, since
     a requester is handed no decision on a card that was withheld from it."""
-    asked = [(who, handle(case, name).consult(role, question, **kwargs))
-             for who, (name, kwargs) in REQUESTS.items()]
+    cast = PurposeCast.of(case)
+    asked = [(who, handle(case, name).consult(cast.holder, cast.secret.question, **kwargs))
+             for who, (name, kwargs) in cast.requests().items()]
     trail = _decided(case, tuple(m for _, m in asked))
     rows = []
     for who, m in asked:
@@ -130,13 +271,16 @@ def _decision(case: Case, who: str, role: str, question: str, **kwargs: str) -> 
 
 def check_rule(case: Case, answer: Any) -> Verdict:
     """The student's rule, placed first in the example policy (no budget, so the check can run
-    again): the judge gets the alibi for the trial, nobody else gets more than before. The judge
-    and the press ask through their own handles (``case.requester``; both are principals the
-    policy file declares); the decisions are read from the audit trail, withheld ones too."""
+    again): the judge gets the testimony for the trial, nobody else gets more than before. The
+    judge and the press ask through their own handles (``case.requester``; both are principals
+    the policy file declares); the decisions are read from the audit trail, withheld ones too.
+    Roles, cards and questions are the case's (:class:`PurposeCast`)."""
     if answer is None:
         return not_yet("Replace `None` with a rule: a dict with id, match and action.")
     if not isinstance(answer, dict):
         return not_yet(f"A rule is a dict (like a YAML mapping), not {type(answer).__name__}.")
+    cast = PurposeCast.of(case)
+    t, s = cast.testimony, cast.secret
     base = load_policy(default_policy_path())
     data = base.model_dump(mode="json", exclude={"source"})
     data.update(version="exercise", budget=None, rules=[answer, *data["rules"]])
@@ -148,31 +292,32 @@ def check_rule(case: Case, answer: Any) -> Verdict:
     before = bureau.mediator
     bureau.mediator = PolicyMediator(policy)
     try:
-        judge = _decision(case, "judge", "suspect", ALIBI_Q, recipient="human-reviewer",
+        judge = _decision(case, "judge", t.owner, t.question, recipient="human-reviewer",
                           purpose="trial")
-        press = _decision(case, "press", "suspect", ALIBI_Q, recipient="external",
+        press = _decision(case, "press", t.owner, t.question, recipient="external",
                           purpose="trial")
-        code = _decision(case, "judge", "informant", SAFE_Q, recipient="human-reviewer",
-                         purpose="trial")
+        secret = _decision(case, "judge", s.owner, s.question, recipient="human-reviewer",
+                           purpose="trial")
     finally:
         bureau.mediator = before
     if judge != "reveal":
-        return not_yet(f"The judge's request for the alibi was decided '{judge}', not "
-                              "'reveal'. Match info_type, requester, recipient and purpose.")
+        return not_yet(f"The judge's request for the {t.owner}'s {t.key!r} was decided "
+                       f"'{judge}', not 'reveal'. Match info_type, requester, recipient and "
+                       "purpose.")
     if press != "withhold":
-        return not_yet("Your rule also lets the press read the alibi: it matches too "
-                              "much. Name the recipient (human-reviewer).")
-    if code == "reveal":
-        return not_yet("Your rule also reveals the safe code to the judge: match only "
-                              "alibis (info_type: alibi).")
-    return passed("The judge gets the alibi for the trial; the press and the safe code "
-                         "stay as they were. A narrow rule, first in the file.")
+        return not_yet(f"Your rule also lets the press read the {t.owner}'s {t.key!r}: it "
+                       "matches too much. Name the recipient (human-reviewer).")
+    if secret == "reveal":
+        return not_yet(f"Your rule also reveals the {s.owner}'s {s.key!r} to the judge: match "
+                       f"only the testimony's kind (info_type: {t.info_type}).")
+    return passed(f"The judge gets the {t.owner}'s {t.key!r} for the trial; the press and the "
+                  f"{s.owner}'s {s.key!r} stay as they were. A narrow rule, first in the file.")
 
 
 SOLUTION = '''my_rule = {
-    "id": "alibi-for-the-trial",
-    "match": {"info_type": "alibi", "requester": "judge", "recipient": "human-reviewer",
-              "purpose": "trial"},
+    "id": "testimony-for-the-trial",
+    "match": {"info_type": cast.testimony.info_type, "requester": "judge",
+              "recipient": "human-reviewer", "purpose": "trial"},
     "action": "reveal",
 }'''
 
