@@ -35,13 +35,19 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (bureau)" >/dev/null
 	touch $(STAMP)
 
+# notebook_shim (installed with JupyterLab, for classic-notebook server extensions, of which the
+# course has none) reads every ServerApp trait while it links, the deprecated ServerApp.token among
+# them, and so printed "ServerApp.token config is deprecated" at every start: it is not loaded.
+LAB_FLAGS := --ServerApp.open_browser=True --ServerApp.allow_root=True \
+  --ServerApp.jpserver_extensions=notebook_shim=False
+
 # A learner in a classroom: BUREAU_CLASSROOM=<their connection file> make lab (the environment,
 # and so the variable, passes through to every kernel; a relative path is made absolute first, since
 # the kernels run in notebooks/).
 lab: venv
 	@echo "Opening lesson 00 in JupyterLab. No browser on this machine (remote or headless)? Open the"
 	@echo "http://127.0.0.1:<port>/lab?token=... address JupyterLab prints below in a browser that can reach it."
-	cd notebooks && $(if $(BUREAU_CLASSROOM),BUREAU_CLASSROOM=$(abspath $(BUREAU_CLASSROOM))) ../$(PY) -m jupyterlab --ServerApp.open_browser=True --ServerApp.allow_root=True 00_welcome.ipynb
+	cd notebooks && $(if $(BUREAU_CLASSROOM),BUREAU_CLASSROOM=$(abspath $(BUREAU_CLASSROOM))) ../$(PY) -m jupyterlab $(LAB_FLAGS) 00_welcome.ipynb
 
 # Serve only the stage view, for a classroom projector (http://127.0.0.1:8866/).
 stage: venv

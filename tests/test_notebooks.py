@@ -373,3 +373,69 @@ def test_the_jargon_check_fails_on_a_term_used_before_its_definition():
                for name, cells in lessons]
     assert _jargon_problems(planted) == [
         "05_measuring_leakage.ipynb: 'AUROC' is used before it is defined or linked to the glossary"]
+
+
+# -- application questions (issue 34 §3) ------------------------------------------------------------
+APPLICATION_PENDING = {
+    "05_measuring_leakage.ipynb", "05b_agentsocialbench.ipynb", "06_llm_voice.ipynb",
+    "07_purpose_bound.ipynb", "08_beyond_the_board.ipynb", "09_closing.ipynb",
+}
+"""Lessons and deep dives still being edited on other branches when application questions came
+in: they get theirs there, and the name leaves this set on merge (then empty it)."""
+COURSE_NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]*_*.ipynb"))
+"""Lessons (``05_…``) and deep dives (``05b_…``)."""
+
+
+def _application_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
+    """A notebook's application questions: at least one; each ``application("NN-…", bureau,
+    question, answer=<the run's value>)`` with the answer an expression, never a literal (it is
+    checked against what this run produced), in the cell right after the code cell whose output
+    it asks about."""
+    found, calls = [], 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "application(" not in cell.source:
+            continue
+        tree = ast.parse("\n".join(ln for ln in cell.source.splitlines()
+                                    if not ln.lstrip().startswith("%")))
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "application"):
+                continue
+            calls += 1
+            item = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else ""
+            if not str(item).startswith(f"{name[:2]}-"):
+                found.append(f"{name} cell {i}: the item must start with {name[:2]}-, not {item!r}")
+            answer = next((k.value for k in call.keywords if k.arg == "answer"),
+                          call.args[3] if len(call.args) > 3 else None)
+            if answer is None or isinstance(answer, ast.Constant):
+                found.append(f"{name} cell {i}: the answer must be the run's value, not a literal")
+            if i == 0 or nb.cells[i - 1].cell_type != "code":
+                found.append(f"{name} cell {i}: put the question right after the output it asks "
+                             "about")
+    if not calls:
+        found.append(f"{name}: no application question (application(...), issue 34 §3)")
+    return found
+
+
+@pytest.mark.parametrize("path", COURSE_NOTEBOOKS, ids=lambda p: p.name)
+def test_every_lesson_asks_an_application_question(path: Path):
+    """Issue 34 §3: each lesson asks at least one number or reading from its own output,
+    checked against the value the learner's run produced."""
+    problems = _application_problems(path.name, nbformat.read(path, as_version=4))
+    if path.name in APPLICATION_PENDING:
+        pytest.skip(f"{path.name} gets its application question on another branch")
+    assert problems == []
+
+
+def test_the_application_check_fails_on_a_lesson_without_one_or_with_a_literal():
+    """The planted defects, on lesson 02: its question removed, or its answer written in."""
+    nb = nbformat.read(NB_DIR / "02_interrogate.ipynb", as_version=4)
+    assert _application_problems("02_interrogate.ipynb", nb) == []
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "application(" in c.source]
+    source = cell.source
+    cell.source = re.sub(r"answer=\w+", "answer=8.5", source)
+    assert _application_problems("02_interrogate.ipynb", nb) == [
+        f"02_interrogate.ipynb cell {nb.cells.index(cell)}: the answer must be the run's value, "
+        "not a literal"]
+    cell.source = "# the question was here"
+    assert _application_problems("02_interrogate.ipynb", nb) == [
+        "02_interrogate.ipynb: no application question (application(...), issue 34 §3)"]

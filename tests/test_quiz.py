@@ -189,3 +189,84 @@ def test_the_instructor_page_counts_predictions_never_their_text():
     page = instructor.room_html([{"learner": "ann", **row, "case": None, "roles": {}, "board": 0,
                                   "events": 0}])
     assert '<td class="predictions">2</td>' in page and "<th>predictions</th>" in page
+
+
+# -- application questions (issue 34 §3) -----------------------------------------------------------
+def test_an_application_answer_is_read_as_a_learner_writes_it():
+    from bureau.course.quiz import grade_application, read_number
+
+    for written in ("25.5", "25.5 %", "25,5", " 25.50% ", "about 25.5"):
+        assert read_number(written) == 25.5, written
+    assert read_number("1,234.5") == 1234.5 and read_number("−3") == -3.0
+    for not_one in ("", "abc", "25 or 26"):
+        assert read_number(not_one) is None, not_one
+    assert grade_application(25.5, "25,5") == (True, "")
+    assert grade_application(25.5, "25.9", tolerance=0.5)[0] is True
+    assert grade_application(25.5, "26.1", tolerance=0.5)[0] is False
+    assert grade_application(3, "3.0")[0] is True and grade_application(3, "4")[0] is False
+    # a wrong number gets a direction, never the value
+    high, low = grade_application(25.5, "30")[1], grade_application(25.5, "20")[1]
+    assert "lower" in high and "higher" in low and "25" not in high + low
+    # not an answer (nothing written, or no single number): graded as nothing, not as wrong
+    assert grade_application(25.5, "  ")[0] is None
+    assert grade_application(25.5, "25 or 26")[0] is None
+    # a reading in words: equal ignoring case and spaces
+    assert grade_application("the Board", " THE board")[0] is True
+    assert grade_application("the board", "the boards")[0] is False
+
+
+def test_an_application_question_records_every_try_and_keeps_its_value_back(bureau):
+    from bureau.course.quiz import REVEAL_AFTER, application
+
+    before = _row(bureau, "01")
+    box = application("01-reading-test", bureau, "How many cards?", 12, unit="cards")
+    assert "bureau-application" in box._dom_classes
+    st = box.state
+    st.button.click()  # nothing written: a nudge, no record
+    assert "Write your answer first" in st.feedback.value and st.tries == []
+    st.text.value = "14"
+    st.button.click()
+    assert 'data-ok="false"' in st.feedback.value and "lower" in st.feedback.value
+    assert "12" not in st.feedback.value, "the first wrong try must not give the value away"
+    for _ in range(REVEAL_AFTER - 2):
+        st.button.click()
+        assert "12" not in st.feedback.value
+    st.button.click()  # the REVEAL_AFTER-th wrong try: now the value, so nobody is stuck
+    assert "This run's value: 12 cards" in st.feedback.value
+    st.text.value = "12 cards"
+    st.button.click()
+    assert 'data-ok="true"' in st.feedback.value and "Right" in st.feedback.value
+    rows = progress.attempts(bureau.settings.data_dir)
+    mine = rows[(rows["kind"] == "application") & (rows["item"] == "01-reading-test")]
+    assert list(mine["ok"]) == [0] * REVEAL_AFTER + [1]
+    assert list(mine["detail"])[-1] == "12 cards" and set(mine["lesson"]) == {"01"}
+    after = _row(bureau, "01")
+    assert after["applications"] == before["applications"] + 1
+    assert after["quiz answered"] == before["quiz answered"]  # counted apart from the quiz
+
+
+def test_an_application_question_takes_only_a_real_value():
+    from bureau.course.quiz import application
+
+    with pytest.raises(TypeError):
+        application("01-x", None, "How many?", True)
+    with pytest.raises(TypeError):
+        application("01-x", None, "How many?", None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        application("01-x", None, "How many?", float("nan"))
+    with pytest.raises(ValueError):
+        application("01-x", None, "How many?", 1.0, tolerance=-1)
+
+
+def test_the_instructor_page_counts_application_questions():
+    """Right (at any try) of tried, per learner; never what the learner typed."""
+    from bureau.classroom import instructor
+
+    attempts = [("02", "application", "02-latency", 1),   # newest first: right at last
+                ("02", "application", "02-latency", 0),
+                ("03", "application", "03-crash", 0)]
+    row = instructor._progress(attempts)
+    assert (row["applications_right"], row["applications_tried"]) == (1, 2)
+    page = instructor.room_html([{"learner": "ann", **row, "case": None, "roles": {}, "board": 0,
+                                  "events": 0}])
+    assert '<td class="applications">1/2</td>' in page and "<th>applications</th>" in page

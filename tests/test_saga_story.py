@@ -23,6 +23,9 @@ def test_story_counts_copies_and_cleanups_through_crash_recover_retry(case):
     case.publish(spare.owner, story.card.id)
     assert story.record("retry") == (1, 0)
     assert [s for s, *_ in story.steps] == ["before", "crash", "recover()", "retry"]
+    assert story.at("crash") == (1, 1) and story.at("retry") == (1, 0)
+    with pytest.raises(KeyError):
+        story.at("never recorded")
 
 
 def test_story_counts_only_copies_of_its_own_card(case):

@@ -310,3 +310,28 @@ def test_you_will_be_able_to_is_read_as_a_list_or_a_paragraph():
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_markdown_cell("nav"), cell]
         assert sitebuild.able_to(nb) == want
+
+
+def test_an_application_question_reads_as_text_with_the_runs_value_folded():
+    """Issue 34 §3: the site shows the question and, in a fold, the value the page's own run
+    produced; the state comes from the live widget, as papermill saves it."""
+    import ipywidgets as W
+
+    from bureau.course.quiz import application
+
+    box = application("02-x", None, "How many ms does a retrieval take?", 8.537, tolerance=1,
+                      unit="ms")
+    assert sitebuild.APPLICATION_CLASS in box._dom_classes
+    state = W.Widget.get_manager_state()["state"]
+    nb = _state_lesson(state, "application(...)")
+    nb.cells[0].outputs[0]["data"][sitebuild.WIDGET_MIME]["model_id"] = box.model_id
+    sitebuild.place_pictures(nb, "02_interrogate.ipynb", [])
+    assert len(nb.cells) == 1, "no note cell after the question"
+    (out,) = nb.cells[0].outputs
+    shown = out["data"]["text/html"]
+    assert 'class="bureau-application-text"' in shown
+    assert "How many ms does a retrieval take?" in shown
+    fold = shown[shown.index("<details>"):shown.index("</details>")]
+    assert "On this page&#x27;s run: 9 ms" in fold or "On this page's run: 9 ms" in fold
+    assert "9 ms" not in shown.replace(fold, "")
+    assert out["data"]["text/plain"].endswith("On this page's run: 9 ms")

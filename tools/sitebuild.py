@@ -18,8 +18,9 @@ Why it is built this way:
   renamed widget cannot silently lose its picture.
 * **Widgets as text.** A "Check yourself" quiz is shown as its questions, choices and folded
   answers with their explanations (``bureau.course.quiz.quiz_html``); a prediction box as its
-  prompt; a widget that only displays HTML (lesson 00's environment report, an X-ray) as that
-  HTML, from its saved state. Only a widget with controls and no picture is left a one-line note.
+  prompt; an application question as its question with the value this page's run produced in a
+  fold (``bureau.course.quiz.application_html``); a widget that only displays HTML (lesson 00's
+  environment report, an X-ray) as that HTML, from its saved state. Only a widget with controls and no picture is left a one-line note.
 * **Lessons listed once.** The index's lesson list is generated from ``tools/nbtool.py``'s
   ``COURSE`` (the time every lesson header and the instructor kit show) and each lesson header's
   "You will be able to…", with a launch link per lesson for Binder (which builds
@@ -261,6 +262,10 @@ QUIZ_CLASS = "bureau-quiz"
 QUIZ_LESSON_CLASS = "bureau-quiz-lesson-"
 """``bureau.course.quiz.quiz`` gives its box both classes; the second names the lesson."""
 PREDICT_CLASS = "bureau-predict"
+APPLICATION_CLASS = "bureau-application"
+APPLICATION_RUN_CLASS = "bureau-application-run"
+"""``bureau.course.quiz.application`` gives its box the first class, and the hidden child that
+holds "On this page's run: …" the second."""
 DISPLAY_MODELS = {"HTMLModel", "HTMLMathModel", "LabelModel", "VBoxModel", "HBoxModel",
                   "BoxModel"}
 """Widgets that only show what their saved state holds: a tree of these reads the same static."""
@@ -297,7 +302,8 @@ def text_output(state: dict, model_id: str) -> nbformat.NotebookNode | None:
     """A static output standing for a widget, or ``None`` (then a picture or a note does).
 
     A quiz becomes its questions with folded answers (``bureau.course.quiz.quiz_html``, read
-    from the same ``quizzes.yaml`` the live quiz uses); a prediction box becomes its prompt; a
+    from the same ``quizzes.yaml`` the live quiz uses); a prediction box becomes its prompt; an
+    application question its question and, folded, the value the page's own run produced; a
     widget that only displays text becomes that text, from the state papermill saved."""
     classes = _dom_classes(state, model_id)
     lesson = next((c.removeprefix(QUIZ_LESSON_CLASS) for c in classes
@@ -311,6 +317,20 @@ def text_output(state: dict, model_id: str) -> nbformat.NotebookNode | None:
         prompt = _model(state, children[0]).get("state", {}).get("value", "") if children else ""
         shown = f'<div class="bureau-predict-text">{prompt}{PREDICT_NOTE}</div>'
         plain = re.sub(r"<[^>]+>", "", prompt)
+    elif APPLICATION_CLASS in classes:
+        from html import unescape
+
+        from bureau.course.quiz import application_html
+
+        children = [_model(state, c).get("state", {}) for c in
+                    _model(state, model_id).get("state", {}).get("children", [])]
+        question = str(children[0].get("value", "")) if children else ""
+        run = next((str(c.get("value", "")) for c in children
+                    if APPLICATION_RUN_CLASS in c.get("_dom_classes", [])), "")
+        if not run:
+            return None  # no value saved: the note, rather than a question with no answer
+        shown = application_html(question, run)
+        plain = unescape(f'{re.sub(r"<[^>]+>", "", question)}\n{run}')
     else:
         found = static_html(state, model_id)
         if found is None:

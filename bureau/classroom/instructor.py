@@ -113,12 +113,13 @@ def _select(cur: Any, deadline: float, sql: str, args: tuple[Any, ...] = ()) -> 
 
 def _progress(attempts: list[tuple[Any, ...]]) -> dict[str, Any]:
     """Checks passed (distinct), quiz right/answered (latest answer per question), predictions
-    written (distinct prompts: that a learner wrote one, never what), lessons with at least one
-    passed check. ``attempts``: (lesson, kind, item, ok) newest first, as
+    written (distinct prompts: that a learner wrote one, never what), application questions
+    right (distinct, at any try) of those tried, lessons with at least one passed check. ``attempts``: (lesson, kind, item, ok) newest first, as
     :func:`progress.page_query` reads them (no detail: the page never sees one)."""
     passed: set[tuple[str, str]] = set()
     quiz: dict[str, bool] = {}
     predicted: set[str] = set()
+    applied: dict[str, bool] = {}
     for lesson, kind, item, ok in reversed(attempts):
         if kind == "check" and ok == 1:
             passed.add((_cap(lesson, progress.PAGE_CAPS["lesson"]),
@@ -127,6 +128,9 @@ def _progress(attempts: list[tuple[Any, ...]]) -> dict[str, Any]:
             quiz[_cap(item, progress.PAGE_CAPS["item"])] = ok == 1
         elif kind == "prediction":
             predicted.add(_cap(item, progress.PAGE_CAPS["item"]))
+        elif kind == "application":
+            key = _cap(item, progress.PAGE_CAPS["item"])
+            applied[key] = applied.get(key, False) or ok == 1
     lessons = sorted({lesson for lesson, _ in passed})
     return {
         "lessons": lessons[:MAX_LESSONS] + (["…"] if len(lessons) > MAX_LESSONS else []),
@@ -134,6 +138,8 @@ def _progress(attempts: list[tuple[Any, ...]]) -> dict[str, Any]:
         "quiz_right": sum(quiz.values()),
         "quiz_answered": len(quiz),
         "predictions": len(predicted),
+        "applications_right": sum(applied.values()),
+        "applications_tried": len(applied),
     }
 
 
@@ -279,12 +285,12 @@ def room_html(rows: list[dict[str, Any]]) -> str:
     """The table the instructor's page shows (every learner-written string escaped)."""
     e = html.escape
     head = ("<tr><th>learner</th><th>lessons passed</th><th>checks passed</th><th>quiz</th>"
-            "<th>predictions</th><th>current case</th><th>cards per role</th><th>board</th><th>events</th></tr>")
+            "<th>predictions</th><th>applications</th><th>current case</th><th>cards per role</th><th>board</th><th>events</th></tr>")
     body = []
     for r in rows:
         if "error" in r:
             body.append(f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}</td>'
-                        f'<td colspan="8" class="bureau-muted">unreadable ({e(r["error"])})</td>'
+                        f'<td colspan="9" class="bureau-muted">unreadable ({e(r["error"])})</td>'
                         "</tr>")
             continue
         roles = " · ".join(f'<span data-role="{e(a)}">{e(_cap(a, 32))} {int(n)}</span>'
@@ -297,6 +303,8 @@ def room_html(rows: list[dict[str, Any]]) -> str:
             f'<td class="checks">{int(r["checks_passed"])}</td>'
             f'<td class="quiz">{int(r["quiz_right"])}/{int(r["quiz_answered"])}</td>'
             f'<td class="predictions">{int(r.get("predictions", 0))}</td>'
+            f'<td class="applications">{int(r.get("applications_right", 0))}/'
+            f'{int(r.get("applications_tried", 0))}</td>'
             f'<td class="case">{e(r["case"] or "—")}</td><td class="roles">{roles}</td>'
             f'<td class="board">{int(r["board"])}</td><td class="events">{int(r["events"])}</td>'
             "</tr>")

@@ -1,5 +1,6 @@
 """A learner's progress: which exercise checks passed, which quiz questions were answered right,
-and the predictions written before a reveal (issue 21 §4).
+the predictions written before a reveal (issue 21 §4), and the application questions (a number
+read from the lesson's own output) answered right (issue 34 §3).
 
 Kept in the learner's own data directory (``progress.sqlite3``, beside the ledger; the directory
 is owner-only), so it survives a kernel restart and a ``make lab`` the next day. In a classroom
@@ -24,7 +25,7 @@ import pandas as pd
 from ..classroom import progress as tenant_progress
 
 FILE = "progress.sqlite3"
-KINDS = ("check", "quiz", "prediction")
+KINDS = ("check", "quiz", "prediction", "application")
 MAX_DETAIL = 2000
 """A prediction longer than this is cut (it is a sentence or two, not an essay)."""
 
@@ -102,7 +103,9 @@ def frame(rows: list[tuple[object, ...]]) -> pd.DataFrame:
 
 def progress_table(data_dir: str | Path, lessons: list[str] | None = None) -> pd.DataFrame:
     """One row per lesson: exercise checks passed, quiz questions right (latest answer per
-    question), predictions written. ``lessons``: the rows to show even when empty."""
+    question), predictions written, application questions answered right (at any try: each is
+    a reading of that run's output, tried until right). ``lessons``: the rows to show even
+    when empty."""
     return summarise(attempts(data_dir), lessons)
 
 
@@ -114,6 +117,7 @@ def summarise(df: pd.DataFrame, lessons: list[str] | None = None) -> pd.DataFram
         mine = df[df["lesson"] == lesson]
         checks = mine[mine["kind"] == "check"]
         quiz = mine[mine["kind"] == "quiz"].drop_duplicates("item", keep="last")
+        applied = mine[mine["kind"] == "application"]
         rows.append({
             "lesson": lesson,
             "checks passed": int(checks[checks["ok"] == 1]["item"].nunique()),
@@ -121,9 +125,11 @@ def summarise(df: pd.DataFrame, lessons: list[str] | None = None) -> pd.DataFram
             "quiz right": int((quiz["ok"] == 1).sum()),
             "quiz answered": len(quiz),
             "predictions": int(mine[mine["kind"] == "prediction"]["item"].nunique()),
+            "applications": int(applied[applied["ok"] == 1]["item"].nunique()),
         })
     return pd.DataFrame(rows, columns=["lesson", "checks passed", "check attempts",
-                                       "quiz right", "quiz answered", "predictions"])
+                                       "quiz right", "quiz answered", "predictions",
+                                       "applications"])
 
 
 __all__ = ["FILE", "attempts", "frame", "lesson_of", "progress_path", "progress_table", "record",

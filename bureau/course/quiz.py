@@ -10,13 +10,17 @@ needs no server. Answers and predictions go to the learner's progress record
     quiz("03", bureau)             # the lesson's questions, one "Check" button each
     predict("08-inside-run", bureau, "What will the answer say?")
     reveal("08-inside-run", bureau, answer.text)   # after the run: the guess beside the value
+    application("02-latency", bureau, "How many ms?", answer=median_ms, tolerance=1, unit="ms")
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
+import math
+import numbers
 import random
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -249,5 +253,150 @@ def reveal(item: str, bureau: Bureau | None, this_run: object = None) -> Reveal:
     return Reveal(item, predicted, None if this_run is None else str(this_run))
 
 
-__all__ = ["Choice", "Question", "QuizState", "Reveal", "choice_order", "last_prediction",
-           "learner_key", "predict", "questions", "quiz", "quiz_html", "quiz_text", "reveal"]
+# -- application questions (issue 34 §3) ---------------------------------------------------------
+APPLICATION_CLASS = "bureau-application"
+"""The application box's DOM class: the site build (tools/sitebuild.py) shows it as text."""
+APPLICATION_RUN_CLASS = "bureau-application-run"
+"""The hidden child holding "On this page's run: …", which the site shows in a fold."""
+REVEAL_AFTER = 3
+"""Wrong tries before the feedback shows the run's value: never on the first, so the box still
+asks the learner to read the output, and not never, so a learner cannot get stuck."""
+_NUMBER = re.compile(r"[-+\u2212]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def format_value(answer: float | str, tolerance: float = 0.0, unit: str = "") -> str:
+    """The run's value as a learner reads it: a whole number without decimals, others to the
+    precision the tolerance asks for (``0.01`` → two decimals), then the unit."""
+    if isinstance(answer, str):
+        return answer
+    value = float(answer)
+    if value.is_integer() and abs(value) < 1e15:
+        shown = str(int(value))
+    elif tolerance > 0:
+        shown = f"{value:.{max(0, -math.floor(math.log10(tolerance)))}f}"
+    else:
+        shown = f"{value:.6g}"
+    return f"{shown} {unit}".strip() if unit else shown
+
+
+def read_number(text: str) -> float | None:
+    """The one number a learner wrote, or ``None``: "25.5", "25.5 %", "25,5" (a decimal comma)
+    and "1,234.5" (a thousands comma) all read; "25 or 26" does not (one answer per try)."""
+    text = text.strip()
+    text = text.replace(",", "") if "." in text else text.replace(",", ".")
+    found = _NUMBER.findall(text)
+    if len(found) != 1:
+        return None
+    return float(found[0].replace("\u2212", "-"))
+
+
+def _same_text(a: str, b: str) -> bool:
+    return "".join(a.split()).casefold() == "".join(b.split()).casefold()
+
+
+def grade_application(answer: float | str, given: str, tolerance: float = 0.0
+                      ) -> tuple[bool | None, str]:
+    """``(right, hint)`` for what a learner typed; ``right`` is ``None`` when ``given`` is not an
+    answer at all (empty, or no single number where one is asked), which is not recorded.
+
+    A number is right within ``tolerance`` of the run's value; the hint of a wrong one says
+    only which way to look (higher or lower), never the value. A text is right when it equals
+    the run's ignoring case and spaces."""
+    if not given.strip():
+        return None, "Write your answer first."
+    if isinstance(answer, str):
+        if _same_text(answer, given):
+            return True, ""
+        return False, "Read the output above again."
+    number = read_number(given)
+    if number is None:
+        return None, "Write one number (for example 25.5)."
+    if abs(number - float(answer)) <= tolerance + 1e-9 * max(1.0, abs(float(answer))):
+        return True, ""
+    way = "lower" if number > float(answer) else "higher"
+    return False, f"This run's value is {way} than yours: read the output above again."
+
+
+@dataclass
+class ApplicationState:
+    """What a test drives: set ``text.value``, ``button.click()``, read ``feedback.value``."""
+
+    text: W.Text
+    button: W.Button
+    feedback: W.HTML
+    tries: list[bool]
+    """This box's graded tries, right or not, in order."""
+
+
+def application(item: str, bureau: Bureau | None, question: str, answer: float | str, *,
+                tolerance: float = 0.0, unit: str = "") -> W.VBox:
+    """An application question: a number (or a short reading) from the lesson's own output,
+    checked against ``answer``, the value this run produced (pass the run's variable, never a
+    literal: the figure above and the check must be the same run's).
+
+    A number is right within ``tolerance`` (give one that covers how the output rounds it);
+    "25.5", "25.5 %" and "25,5" all read. A wrong try gets "higher" or "lower", and the value
+    only after :data:`REVEAL_AFTER` wrong tries. Each graded try goes to the progress record
+    (kind ``application``: right or not, and what the learner typed). On the static site the
+    box reads as its question with the value folded, as this page's run produced it
+    (tools/sitebuild.py reads the hidden ``bureau-application-run`` child)."""
+    if not isinstance(answer, str):
+        if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+            raise TypeError(f"answer must be a number or a string, not {type(answer).__name__}")
+        if not math.isfinite(float(answer)):
+            raise ValueError(f"answer must be a finite number, not {answer!r}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be 0 or more, not {tolerance!r}")
+    shown = format_value(answer, tolerance, unit)
+    where = _data_dir(bureau)
+    text = W.Text(placeholder="a number" + (f" ({unit})" if unit else "")
+                  if not isinstance(answer, str) else "your reading",
+                  layout=W.Layout(width="16em"))
+    button = W.Button(description="Check", button_style="info")
+    feedback = W.HTML("")
+    tries: list[bool] = []
+
+    def on_click(_: Any) -> None:
+        ok, hint = grade_application(answer, text.value, tolerance)
+        if ok is None:
+            feedback.value = f"<i>{html.escape(hint)}</i>"
+            return
+        tries.append(ok)
+        if where is not None:
+            progress.record(where, "application", item, ok, text.value.strip())
+        if ok:
+            msg = f"<b>✅ Right.</b> This run's value: {html.escape(shown)}."
+        elif sum(not t for t in tries) >= REVEAL_AFTER:
+            msg = (f"<b>❌ Not yet.</b> This run's value: {html.escape(shown)}. Find it in the "
+                   "output above before you go on.")
+        else:
+            msg = f"<b>❌ Not yet.</b> {html.escape(hint)}"
+        feedback.value = (f'<div class="{APPLICATION_CLASS}-feedback" '
+                          f'data-ok="{str(ok).lower()}">{msg}</div>')
+
+    button.on_click(on_click)
+    run = W.HTML(f"On this page's run: {html.escape(shown)}", layout=W.Layout(display="none"))
+    run.add_class(APPLICATION_RUN_CLASS)
+    box = W.VBox([W.HTML(f"<b>🔎 Apply it: {html.escape(question)}</b>"),
+                  W.HBox([text, button, feedback]), run])
+    box.add_class(APPLICATION_CLASS)
+    box.state = ApplicationState(text, button, feedback, tries)  # type: ignore[attr-defined]
+    return box
+
+
+def application_html(question_html: str, run: str) -> str:
+    """An application question on a page with no kernel: the question, and the value this
+    page's run produced in a fold (another run, the learner's own, may differ)."""
+    return (f'<div class="{APPLICATION_CLASS}-text">'
+            f"<p>{question_html}</p>"
+            f"<details><summary>Show this page's value</summary><p>{run}</p></details>"
+            '<p class="bureau-muted"><i>In the lesson, you type what you read into a box here '
+            "and press Check: it is checked against the value your own run produced.</i></p>"
+            "</div>")
+
+
+__all__ = ["APPLICATION_CLASS", "APPLICATION_RUN_CLASS", "ApplicationState", "Choice",
+           "Question", "QuizState", "Reveal", "application", "application_html",
+           "choice_order", "format_value", "grade_application", "last_prediction",
+           "learner_key", "predict", "questions", "quiz", "quiz_html", "quiz_text", "read_number",
+           "reveal"]

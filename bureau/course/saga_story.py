@@ -38,6 +38,14 @@ class SagaStory:
         self.steps.append(row)
         return row[1], row[2]
 
+    def at(self, step: str) -> tuple[int, int]:
+        """``(copies, pending)`` as recorded at ``step`` (the latest row of that name): what the
+        figure shows there, for the lesson's question about it."""
+        found = [(n, p) for s, n, p in self.steps if s == step]
+        if not found:
+            raise KeyError(f"no step {step!r} recorded; steps: {[s for s, *_ in self.steps]}")
+        return found[-1]
+
     def plot(self) -> Figure:
         """The lesson's figure: copies and pending cleanups after each recorded step."""
         from .widgets import plots  # lazy: matplotlib is only needed for the figure

@@ -271,6 +271,8 @@ def lab_server(served_root: Path, server_env: dict[str, str], ui_tmp: Path) -> I
                 f"c.ServerApp.root_dir = {str(served_root)!r}",
                 f"c.IdentityProvider.token = {TOKEN!r}",
                 "c.ServerApp.allow_root = True",
+                # as `make lab`: notebook_shim would print a ServerApp.token deprecation
+                "c.ServerApp.jpserver_extensions = {'notebook_shim': False}",
                 "c.LabApp.expose_app_in_browser = True",
                 f"c.LabApp.workspaces_dir = {str(ui_tmp / 'jupyter' / 'workspaces')!r}",
                 "c.LabApp.news_url = None",

@@ -1,4 +1,4 @@
-"""Lessons 01–03 in JupyterLab, driven through the operator console with real clicks and typing.
+"""Lessons 00–03 in JupyterLab, driven through the operator console with real clicks and typing.
 
 Each test opens a lesson in a fresh page, runs every cell (any error output fails the test), then
 operates the console the way a learner would and checks what the page shows: the spaces views,
@@ -38,6 +38,24 @@ def type_into(page, locator, text: str) -> None:
     locator.press("Control+a")
     locator.press("Delete")
     page.keyboard.type(text)
+
+
+def test_lesson_00_runs_and_shows_its_console(page, lab, screenshot_dir):
+    """Lesson 00 run top to bottom: its console shows the case as the lesson leaves it (the
+    informant's card published: a sourced copy on the board, the original still private). The
+    screenshot is lesson 00's own picture on the site (site/widgets/pictures.toml)."""
+    lab.open(page, "00_welcome.ipynb")
+    lab.run_all(page)
+
+    console = page.locator(".bureau-console")
+    expect(console).to_have_count(1)
+    chief = console.locator('.bureau-spaces-body[data-viewer="chief"]')
+    expect(chief.locator('[data-space="board"]')).to_contain_text("from informant",
+                                                                 timeout=KERNEL_WORK_MS)
+    expect(chief.locator('[data-space="informant"]')).to_contain_text("copied to board")
+    lab.settle(page)
+    console.screenshot(path=str(screenshot_dir / "lab-00-console.png"))
+    lab.shutdown_kernel(page)
 
 
 def test_lesson_01_whisper_from_the_console(page, lab, screenshot_dir):
