@@ -45,9 +45,11 @@ def test_the_table_lists_every_numbered_notebook_in_order(nbtool):
     files = [le.file for le in nbtool.COURSE]
     assert files == sorted(files)
     assert [le.file for le in nbtool.present(NB_DIR)] == sorted(
-        p.name for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+        p.name for p in [*NB_DIR.glob("[0-9][0-9]_*.ipynb"), *NB_DIR.glob("[0-9][0-9][a-z]_*.ipynb")])
     for le in nbtool.present(NB_DIR):
-        assert le.title.startswith(le.file[:2] + " · ") and le.summary
+        number = le.file.split("_")[0]
+        assert le.title.startswith(number + (" · Deep dive: " if le.deep_dive else " · "))
+        assert le.summary and le.deep_dive == (len(number) == 3)
         heading = nbformat.read(NB_DIR / le.file, as_version=4).cells[1].source.splitlines()[0]
         assert heading == f"# {le.title}", f"{le.file}: its heading and COURSE differ"
 
@@ -147,9 +149,31 @@ def test_the_contents_gives_each_lessons_time_and_the_total(nbtool):
     course = nbtool.present(NB_DIR)
     cell = nbtool.contents_cell(course)
     for le in course:
-        assert f"| [{le.title}]({le.file}) | {le.summary} | {le.minutes} min |" in cell
-    total = sum(le.minutes for le in course)
-    assert f"About {total // 60} h {total % 60:02d} min in all" in cell
+        mark = nbtool.DEEP_DIVE_MARK if le.deep_dive else ""
+        assert f"| [{le.title}]({le.file}) | {mark}{le.summary} | {le.minutes} min |" in cell
+    total = sum(le.minutes for le in course if not le.deep_dive)
+    assert f"About {total // 60} h {total % 60:02d} min in all, the lessons without" in cell
+
+
+def test_deep_dives_sit_beside_their_lesson_outside_the_path(nbtool):
+    """Issue 34 §6: a deep dive's navigation leads back to its lesson and on to the next one;
+    the main lessons' navigation skips it; the tables mark it and no total or count has it."""
+    course = nbtool.present(NB_DIR)
+    dives = [i for i, le in enumerate(course) if le.deep_dive]
+    assert len(dives) >= 3
+    for i in dives:
+        dive, parent = course[i], course[i - 1]
+        assert not parent.deep_dive and parent.file[:2] == dive.file[:2]
+        cell = nbtool.nav_cell(i, course)
+        assert f"[◀ {parent.title}]({parent.file})" in cell
+        assert f"[{course[i + 1].title} ▶]({course[i + 1].file})" in cell
+        assert dive.file not in nbtool.nav_cell(i - 1, course)  # the lesson's own nav skips it
+        assert f"[{course[i + 1].title} ▶]" in nbtool.nav_cell(i - 1, course)
+    kit = nbtool.kit_table(course)
+    lessons = [le for le in course if not le.deep_dive]
+    assert f"| all {len(lessons)} lessons, without the deep dives |" in kit
+    assert kit.count("(deep dive, outside the workshop path)") == len(dives)
+    assert nbtool.readme_table(course).count(nbtool.DEEP_DIVE_MARK) == len(dives)
 
 
 def test_a_lessons_opening_block_states_the_time_in_the_table(nbtool):
@@ -168,12 +192,17 @@ def test_learner_minutes_adds_reading_running_and_doing(nbtool):
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell(nbtool.nav_cell(0)),
         nbformat.v4.new_markdown_cell(" ".join(["word"] * nbtool.PROSE_WPM * 4) + " Predict"),
-        nbformat.v4.new_code_cell("\n".join(["x = 1"] * nbtool.CODE_LINES_PER_MIN)),
+        nbformat.v4.new_code_cell("\n".join(["x = 1"] * (nbtool.CODE_LINES_PER_MIN - 2))),
+        nbformat.v4.new_code_cell('check("01-whisper", case, None)'),
+        nbformat.v4.new_code_cell('quiz("01", bureau)'),
     ])
     minutes, parts = nbtool.learner_minutes(nb, run_seconds=60)
     assert parts["words"] == nbtool.PROSE_WPM * 4 + 1 and parts["code lines"] == 10
     raw = 4 + 1 / nbtool.PROSE_WPM + 1 + 1 + nbtool.PREDICT_MIN + nbtool.EXERCISE_MIN + nbtool.QUIZ_MIN
     assert minutes == -(-raw // 5) * 5 and minutes % 5 == 0
+    # A deep dive without an exercise or a quiz gets no time for them.
+    nb.cells = nb.cells[:-2]
+    assert nbtool.learner_minutes(nb, run_seconds=60)[1]["exercise and quiz"] == 0
 
 
 def test_a_lesson_time_said_differently_anywhere_is_stale(nbtool, course_copy: Path):

@@ -2,7 +2,10 @@
 
 papermill kernels are separate processes: they inherit ``BUREAU_DATA_DIR`` from this process
 (set by conftest), so they share the test store; a second process attaches to the running
-embedded seekdb. Outputs policy and shape checks read the committed files without a kernel.
+embedded seekdb. Outputs policy and shape checks read the committed files without a kernel. Deep dives
+(``NNb_<topic>.ipynb``, the second half of a lesson, outside the workshop path) run, keep the
+outputs policy and are checked for their own shape, as lessons are; each main lesson fits one
+sitting (issue 34 §6).
 Lessons 00-04, 06 and 09 run once more per other shipped scenario (``-p scenario the-mole``),
 solved (marked ``slow``: it runs in the full suite, not in ``make check``). Executed lessons must
 show every figure as an image, every table cell whole, and every demo's effect (tools/nbtool.py's
@@ -29,7 +32,10 @@ import bureau.labs.injection  # noqa: F401  (registers lesson 06's exercise)
 
 NB_DIR = REPO / "notebooks"
 LESSONS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
-ALL = [*LESSONS, NB_DIR / "stage.ipynb"]
+DEEP_DIVES = sorted(NB_DIR.glob("[0-9][0-9][a-z]_*.ipynb"))
+"""The deep dives (tools/nbtool.py's ``DEEP_DIVE_GLOB``): run and checked like the lessons."""
+COURSE_NOTEBOOKS = sorted([*LESSONS, *DEEP_DIVES])
+ALL = [*COURSE_NOTEBOOKS, NB_DIR / "stage.ipynb"]
 SMALL = {"02_interrogate.ipynb": {"repeats": 1}, "stage.ipynb": {"poll_seconds": 0.5}}
 SCENARIO_LESSONS = [NB_DIR / n for n in (
     "00_welcome.ipynb", "01_whisper.ipynb", "02_interrogate.ipynb", "03_publish.ipynb")]
@@ -75,8 +81,10 @@ def test_lessons_are_numbered_without_gaps_and_there_is_a_stage():
     assert (NB_DIR / "stage.ipynb").exists()
     contents = nbformat.read(NB_DIR / "00_welcome.ipynb", as_version=4)
     table = "\n".join(c.source for c in contents.cells if "## Contents" in c.source)
-    for name in names:
+    for name in names + [p.name for p in DEEP_DIVES]:
         assert f"]({name})" in table, f"{name} missing from the contents in lesson 00"
+    for dive in DEEP_DIVES:  # a deep dive continues a lesson of its number, never renumbers one
+        assert dive.name[:2] in [n[:2] for n in names], dive.name
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
@@ -93,6 +101,14 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path):
     assert _nbtool().executed_problems(path.name, nb) == []
     if path.name == "stage.ipynb":
         assert "application/vnd.jupyter.widget-view+json" in text
+        return
+    if path in DEEP_DIVES:  # a figure, a console or an exercise only where it has one
+        code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                         if c.cell_type == "code")
+        if re.search(r'check\("', code):
+            assert "bureau-verdict" in text, "the exercise check cell shows a verdict"
+        if "plot" in code:
+            assert "image/png" in text, "a deep dive's figures are images"
         return
     assert "image/png" in text, "every lesson shows at least one figure"
     assert "bureau-verdict" in text, "the exercise check cell shows a verdict"
@@ -241,7 +257,7 @@ def test_lesson_shape(path: Path):
         assert "<details>" in md
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", COURSE_NOTEBOOKS, ids=lambda p: p.name)
 def test_every_prediction_is_recorded_and_revealed(path: Path):
     """Issue 34 §3: each "Predict" prompt is followed by a ``predict(id, bureau, ...)`` box (the
     learner's guess goes to the progress record, which the instructor's page counts) and, after
@@ -259,7 +275,7 @@ def test_every_prediction_is_recorded_and_revealed(path: Path):
         assert item.startswith(path.name[:2]), item
         later = "\n".join(c.source for c in nb.cells[i + 1:] if c.cell_type == "code")
         assert f'reveal("{item}", bureau' in later, f"{path.name}: {item} is never revealed"
-    assert prompts >= 1
+    assert prompts >= 1 or path in DEEP_DIVES
 
 
 @pytest.mark.parametrize("path", SCENARIO_LESSONS, ids=lambda p: p.name)
@@ -357,7 +373,7 @@ def _markdown_of_lessons() -> list[tuple[str, list[str]]]:
     return [(p.name, [c.source for c in nbformat.read(p, as_version=4).cells
                       if c.cell_type == "markdown"
                       and not c.source.startswith(("<!--NAVIGATION-->", "<!--CONTENTS-->"))])
-            for p in LESSONS]
+            for p in COURSE_NOTEBOOKS]
 
 
 def test_jargon_is_in_the_glossary_and_defined_at_first_use():
@@ -382,8 +398,6 @@ APPLICATION_PENDING = {
 }
 """Lessons and deep dives still being edited on other branches when application questions came
 in: they get theirs there, and the name leaves this set on merge (then empty it)."""
-COURSE_NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]*_*.ipynb"))
-"""Lessons (``05_…``) and deep dives (``05b_…``)."""
 
 
 def _application_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
@@ -439,3 +453,79 @@ def test_the_application_check_fails_on_a_lesson_without_one_or_with_a_literal()
     cell.source = "# the question was here"
     assert _application_problems("02_interrogate.ipynb", nb) == [
         "02_interrogate.ipynb: no application question (application(...), issue 34 §3)"]
+
+
+# -- lessons that fit one sitting, deep dives beside them (issue 34 §6) ------------------------------
+def _sitting_problems(name: str, nb: nbformat.NotebookNode, minutes: int | None) -> list[str]:
+    """What keeps a main lesson from fitting one sitting: more prose than the limit (words as
+    ``nbtool.py time`` counts them), a time in ``COURSE`` over the limit, or two lists of goals
+    (a "You will be able to…" and a "Goals" list that overlap)."""
+    nbtool = _nbtool()
+    found = []
+    words = nbtool.learner_minutes(nb, 0.0)[1]["words"]
+    if words > nbtool.MAIN_PROSE_WORDS:
+        found.append(f"{name}: {words} words of prose, over {nbtool.MAIN_PROSE_WORDS}: move a "
+                     "part to a deep dive")
+    if minutes is None or minutes > nbtool.MAIN_MINUTES:
+        found.append(f"{name}: {minutes} min in COURSE, over {nbtool.MAIN_MINUTES}")
+    head = nb.cells[1].source
+    if "**You will be able to…**" not in head or re.search(r"^\*\*Goals\*\*", head, re.M):
+        found.append(f"{name}: one list of goals, under \"You will be able to…\"")
+    return found
+
+
+def _minutes_of(name: str) -> int | None:
+    return next(le.minutes for le in _nbtool().COURSE if le.file == name)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+def test_a_main_lesson_fits_one_sitting(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    assert _sitting_problems(path.name, nb, _minutes_of(path.name)) == []
+
+
+def test_the_sitting_check_fails_on_a_long_lesson():
+    """The planted defects, on lesson 05: 200 more words of prose, 35 minutes in the table and
+    a second list of goals; each is reported."""
+    path = NB_DIR / "05_measuring_leakage.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert _sitting_problems(path.name, nb, _minutes_of(path.name)) == []
+    nb.cells.insert(3, nbformat.v4.new_markdown_cell(" ".join(["word"] * 200)))
+    nb.cells[1].source += "\n\n**Goals**\n\n1. one more list"
+    found = _sitting_problems(path.name, nb, 35)
+    assert len(found) == 3, found
+    assert "words of prose, over 1800" in found[0] and "35 min in COURSE, over 30" in found[1]
+    assert "one list of goals" in found[2]
+
+
+@pytest.mark.parametrize("path", DEEP_DIVES, ids=lambda p: p.name)
+def test_deep_dive_shape(path: Path):
+    """A deep dive is marked as one (file name, title, ``COURSE`` row), opens like a lesson,
+    runs on its own (its own parameters, imports and ``Bureau.open()``), keeps every exercise's
+    solution beside its check cell, and its lesson ends by pointing to it."""
+    from bureau.course.widgets.exercises import EXERCISES
+
+    nbtool = _nbtool()
+    assert re.fullmatch(r"\d\d[a-z]_[a-z0-9_]+\.ipynb", path.name)
+    row = next(le for le in nbtool.COURSE if le.file == path.name)
+    assert row.deep_dive and row.minutes
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells[1].source.startswith(f"# {path.name.split('_')[0]} · Deep dive: ")
+    assert nb.cells[1].source.splitlines()[0] == f"# {row.title}"
+    assert nb.cells[0].source.startswith(nbtool.NAV_OPEN)
+    assert nb.cells[-1].source.startswith(nbtool.NAV_OPEN)
+    for part in ("**Prerequisites**", "**Time**", "**You will be able to…**", "deep dive"):
+        assert part in nb.cells[1].source, part
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "## Summary" in md
+    assert "Bureau.open()" in code and "from bureau import Bureau" in code
+    for ex in re.findall(r'check\("([0-9a-z-]+)"', code):
+        assert EXERCISES[ex].solution_html() in md, f"solution of {ex} missing or out of date"
+    parent = NB_DIR / f"{path.name[:2]}_{nbtool.parent_of(row, nbtool.COURSE).file[3:]}"
+    assert parent.exists()
+    assert f"]({parent.name})" in nb.cells[0].source, "its navigation leads back to its lesson"
+    summary = next(c.source for c in nbformat.read(parent, as_version=4).cells
+                   if c.source.startswith("## Summary"))
+    assert f"]({path.name})" in summary and "**Deep dive**" in summary, \
+        f"{parent.name}'s summary must point to its deep dive"

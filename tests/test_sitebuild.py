@@ -300,6 +300,26 @@ def test_the_index_lists_each_lesson_once_with_its_time_and_goals():
     assert sitebuild.LESSONS_MARKER in index and ":hidden:" in index
 
 
+def test_deep_dives_are_published_marked_and_outside_the_total():
+    """Issue 34 §6: the site executes and renders every deep dive as it does a lesson, lists it
+    apart from the lessons (marked), in its own toctree, and leaves it out of the total."""
+    nbtool = sitebuild._nbtool()
+    dives = [le for le in nbtool.present() if le.deep_dive]
+    assert dives
+    published = [p.name for p in sitebuild.lessons()]
+    assert all(le.file in published for le in nbtool.present())
+    listed = sitebuild.lessons_index(repo=None)
+    lessons_part, dives_part = listed.split("**Deep dives**")
+    for le in dives:
+        line = next(x for x in dives_part.splitlines() if f"<lessons/{Path(le.file).stem}>" in x)
+        assert "deep dive, outside the workshop path" in line
+        assert Path(le.file).stem not in lessons_part
+    total = sum(le.minutes for le in nbtool.present() if not le.deep_dive)
+    assert f"About {total // 60} h {total % 60:02d} min in all" in lessons_part
+    index = (sitebuild.SITE / "index.md").read_text(encoding="utf-8")
+    assert "lessons/[0-9][0-9][a-z]_*" in index and "lessons/[0-9][0-9]_*" in index
+
+
 def test_you_will_be_able_to_is_read_as_a_list_or_a_paragraph():
     listed = nbformat.v4.new_markdown_cell(
         "# 01\n\n**You will be able to…**\n\n1. write a card;\n2. read it\n   back.\n\n> Jargon")

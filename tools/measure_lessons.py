@@ -3,7 +3,7 @@
 The instructor kit (notebooks/INSTRUCTOR.md) quotes these figures; this script is how they were
 taken, so anyone can take them again on the room's own machine:
 
-    python tools/measure_lessons.py                 # every numbered lesson, default parameters
+    python tools/measure_lessons.py                 # every lesson and deep dive, default parameters
     python tools/measure_lessons.py 00 02 --memory  # some lessons, plus RSS after lesson 02
 
 Each lesson runs once with papermill at its default parameters (as a learner runs it, not with
@@ -40,8 +40,9 @@ def time_lessons(names: list[str], keep: Path | None = None) -> list[dict[str, o
     out_dir = keep or Path(tempfile.mkdtemp(prefix="bureau-measure-out-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        for path in sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb")):
-            if names and path.name[:2] not in names:
+        # the lessons and their deep dives ("05" names lesson 05, "05b" its deep dive)
+        for path in sorted([*NB_DIR.glob("[0-9][0-9]_*.ipynb"), *NB_DIR.glob("[0-9][0-9][a-z]_*.ipynb")]):
+            if names and path.name.split("_")[0] not in names:
                 continue
             before = _load()
             start = time.perf_counter()

@@ -51,6 +51,11 @@ class Lesson(NamedTuple):
     """A learner's time for the lesson, measured with ``nbtool.py time`` (reading, running, the
     exercise and the quiz; :func:`learner_minutes` says how); lesson 00's contents shows it.
     ``None`` until someone has measured the lesson."""
+    deep_dive: bool = False
+    """A **deep dive** (``NNb_<topic>.ipynb``, titled "NNb · Deep dive: …"): the second half of
+    lesson NN, outside the workshop path. Navigation links it from and back to its lesson, the
+    tables mark it, and no lesson count or course total includes it (issue 34 §6: a lesson's
+    main path fits one sitting)."""
 
 
 COURSE: list[Lesson] = [
@@ -67,26 +72,61 @@ COURSE: list[Lesson] = [
     Lesson("04_attacks.ipynb", "04 · Attacks that fail, and why",
            "prompt injection, injected cards, cross-case publish, tampering, stage peeking, "
            "timing, each shown failing with the reason", 30),
-    Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage: MAGPIE and AgentSocialBench",
-           "leak rate vs. recall on two public benchmarks: relevance is not authorisation, "
-           "measured against a random draw", 25),
+    Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage: relevance vs chance on MAGPIE",
+           "the leak rate by hand, beside a random draw; the ROC of relevance; what a relevance "
+           "threshold costs: relevance is not authorisation", 30),
+    Lesson("05b_agentsocialbench.ipynb",
+           "05b · Deep dive: AgentSocialBench, where relevance is a hint",
+           "a second benchmark whose shared pool leaks less than random and still leaks; what "
+           "publishing abstractions costs in recall", 15, deep_dive=True),
     Lesson("06_llm_voice.ipynb",
            "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
            "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
            "measured against a naive shared memory", 30),
+    Lesson("06b_injection_in_the_wild.ipynb",
+           "06b · Deep dive: a tool-calling agent and attacks nobody here wrote",
+           "the attacker's own agent driving its handle's tools; AgentDojo's attack templates; "
+           "published attack success rates, read in the right column", 10, deep_dive=True),
     Lesson("07_purpose_bound.ipynb", "07 · Purpose-bound memory: withhold, abstract or reveal",
            "who asks, for whom and why: a policy decides per card, with an audit trail, grants "
            "that expire, revocation and a disclosure budget", 30),
     Lesson("08_beyond_the_board.ipynb",
-           "08 · Beyond the bulletin board: trust tiers, team scopes, memory poisoning",
-           "untrusted tool output that never reaches long-term memory, the poisoning lab, a task "
-           "scope with invitations, two processes converging, a removed member", 30),
+           "08 · Beyond the bulletin board: trust tiers and memory poisoning",
+           "untrusted tool output that never reaches long-term memory, promotion rules, the "
+           "poisoning lab", 30),
+    Lesson("08b_task_scopes.ipynb", "08b · Deep dive: task scopes, one shared notebook",
+           "a three-role task scope: invitations, one writer's loop, two processes editing one "
+           "key and converging, a removed member", 15, deep_dive=True),
     Lesson("09_closing.ipynb", "09 · Closing: what to take home",
            "the four big ideas, a design checklist, how peer memory libraries scope memory and "
            "where their isolation bugs came from, wiring an agent loop to a handle, a "
-           "LangGraph-style namespace store ported onto a handle", 35),
+           "LangGraph-style namespace store ported onto a handle", 30),
 ]
-"""The course, in order: the one table navigation and contents are generated from."""
+"""The course, in order: the one table navigation and contents are generated from. A deep dive
+sits right after its lesson."""
+LESSON_GLOB = "[0-9][0-9]_*.ipynb"
+"""The workshop's lessons (``05_measuring_leakage.ipynb``)."""
+DEEP_DIVE_GLOB = "[0-9][0-9][a-z]_*.ipynb"
+"""The deep dives (``05b_agentsocialbench.ipynb``): run, tested and published as lessons are."""
+MAIN_PROSE_WORDS, MAIN_MINUTES = 1800, 30
+"""Issue 34 §6: a lesson's main path fits one sitting: at most this many words of prose and
+this many learner-minutes; what does not fit goes to a deep dive."""
+
+
+def course_notebooks(nb_dir: Path = NB_DIR) -> list[Path]:
+    """Every lesson and deep dive notebook in ``nb_dir``, in course order (``05_`` sorts before
+    ``05b_``), for whatever runs, tests or publishes them all."""
+    return sorted([*nb_dir.glob(LESSON_GLOB), *nb_dir.glob(DEEP_DIVE_GLOB)])
+
+
+def main_path(course: list[Lesson]) -> list[Lesson]:
+    """The workshop's lessons: ``course`` without its deep dives."""
+    return [le for le in course if not le.deep_dive]
+
+
+def parent_of(dive: Lesson, course: list[Lesson]) -> Lesson:
+    """The lesson a deep dive continues: the lesson row of its number."""
+    return next(le for le in course if not le.deep_dive and le.file[:2] == dive.file[:2])
 STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); set `BUREAU_CASE` "
          "to pin a case")
 NAV_OPEN, NAV_CLOSE = "<!--NAVIGATION-->", "<!--/NAVIGATION-->"
@@ -225,10 +265,14 @@ def learner_minutes(nb: nbformat.NotebookNode, run_seconds: float) -> tuple[int,
 
     Reading is counted from the notebook (words of prose, lines of code, skipping the generated
     navigation and contents); running is the measured kernel time of a top-to-bottom run; the
-    rest is a fixed allowance for each predict prompt, the exercise and the quiz. An estimate,
-    said as one: the learner's reading speed is the largest unknown.
+    rest is a fixed allowance for each predict prompt, the exercise and the quiz (when the
+    notebook has them: a deep dive may have neither). An estimate, said as one: the learner's
+    reading speed is the largest unknown.
     """
     prose = code = predicts = 0
+    sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    doing = (EXERCISE_MIN if re.search(r"\bcheck\(", sources) else 0) + \
+        (QUIZ_MIN if re.search(r"\bquiz\(", sources) else 0)
     for cell in nb.cells:
         if cell.source.startswith((NAV_OPEN, TOC_OPEN)):
             continue
@@ -242,7 +286,7 @@ def learner_minutes(nb: nbformat.NotebookNode, run_seconds: float) -> tuple[int,
         "reading code": code / CODE_LINES_PER_MIN,
         "running": run_seconds / 60,
         "predicting": predicts * PREDICT_MIN,
-        "exercise and quiz": EXERCISE_MIN + QUIZ_MIN,
+        "exercise and quiz": doing,
     }
     total = sum(parts.values())
     return int(-(-total // 5) * 5), {**parts, "words": prose, "code lines": code}
@@ -294,9 +338,17 @@ def nav_cell(i: int, course: list[Lesson] | None = None) -> str:
     """The navigation cell of lesson ``i`` of ``course`` (default: every row of ``COURSE``):
     previous lesson, contents, next lesson."""
     course = COURSE if course is None else course
-    prev = f"[◀ {course[i - 1].title}]({course[i - 1].file})" if i > 0 else "◀ (start)"
-    nxt = (f"[{course[i + 1].title} ▶]({course[i + 1].file})" if i + 1 < len(course)
-           else "(end) ▶")
+    here, lessons = course[i], main_path(course)
+    if here.deep_dive:  # back to its lesson; onward to the lesson after it
+        parent = parent_of(here, course)
+        j = lessons.index(parent)
+        before, after = parent, lessons[j + 1] if j + 1 < len(lessons) else None
+    else:
+        j = lessons.index(here)
+        before = lessons[j - 1] if j > 0 else None
+        after = lessons[j + 1] if j + 1 < len(lessons) else None
+    prev = f"[◀ {before.title}]({before.file})" if before else "◀ (start)"
+    nxt = f"[{after.title} ▶]({after.file})" if after else "(end) ▶"
     return f"{NAV_OPEN}\n{prev} | {CONTENTS_LINK} | {nxt}\n{NAV_CLOSE}"
 
 
@@ -304,16 +356,31 @@ def _minutes(le: Lesson) -> str:
     return f"{le.minutes} min" if le.minutes else "not yet timed"
 
 
+DEEP_DIVE_MARK = "**Deep dive**, outside the workshop path: "
+"""How the contents, README and kit tables mark a deep dive's row."""
+
+
+def _summary(le: Lesson) -> str:
+    return DEEP_DIVE_MARK + le.summary if le.deep_dive else le.summary
+
+
+def _dives_note(course: list[Lesson]) -> str:
+    dives = [le for le in course if le.deep_dive]
+    return (f" The {len(dives)} deep dives add {sum(le.minutes or 0 for le in dives)} min for "
+            "whoever wants more; no lesson needs them." if dives else "")
+
+
 def contents_cell(course: list[Lesson] | None = None) -> str:
     """Lesson 00's contents, the course map with each lesson's time (its ``## Contents`` heading
     is the target of every nav link)."""
     course = COURSE if course is None else course
-    rows = "\n".join(f"| [{le.title}]({le.file}) | {le.summary} | {_minutes(le)} |"
+    rows = "\n".join(f"| [{le.title}]({le.file}) | {_summary(le)} | {_minutes(le)} |"
                      for le in course)
-    total = sum(le.minutes or 0 for le in course)
+    total = sum(le.minutes or 0 for le in main_path(course))
     return (
         f"{TOC_OPEN}\n## Contents\n\n| lesson | you will learn | time |\n|---|---|---|\n{rows}\n\n"
-        f"About {total // 60} h {total % 60:02d} min in all. A time is a learner's: reading at "
+        f"About {total // 60} h {total % 60:02d} min in all, the lessons without their deep "
+        f"dives.{_dives_note(course)} A time is a learner's: reading at "
         f"{PROSE_WPM} words a minute, running every cell (measured on a 2-core machine), "
         f"{PREDICT_MIN} min per prediction and {EXERCISE_MIN + QUIZ_MIN} min for the exercise "
         f"and quiz (`tools/nbtool.py time` recounts it). The projector view for a classroom is "
@@ -324,7 +391,7 @@ def contents_cell(course: list[Lesson] | None = None) -> str:
 def readme_table(course: list[Lesson] | None = None) -> str:
     """The lesson table of notebooks/README.md, between the contents markers."""
     course = COURSE if course is None else course
-    rows = [f"| [`{le.file}`]({le.file}) | {le.summary} | {_minutes(le)} |" for le in course]
+    rows = [f"| [`{le.file}`]({le.file}) | {_summary(le)} | {_minutes(le)} |" for le in course]
     rows.append(f"| [`{STAGE[0]}`]({STAGE[0]}) | {STAGE[1]} | |")
     return f"{TOC_OPEN}\n| notebook | what it teaches | time |\n|---|---|---|\n" + \
         "\n".join(rows) + f"\n{TOC_CLOSE}"
@@ -334,10 +401,14 @@ def kit_table(course: list[Lesson] | None = None) -> str:
     """The instructor kit's table: each lesson's minutes, the same number its header and the
     lessons table show."""
     course = present() if course is None else course
-    rows = "\n".join(f"| [{le.title}]({le.file}) | {_minutes(le)} |" for le in course)
-    total = sum(le.minutes or 0 for le in course)
+    rows = "\n".join(f"| [{le.title}]({le.file}) | {_minutes(le)}"
+                     f"{' (deep dive, outside the workshop path)' if le.deep_dive else ''} |"
+                     for le in course)
+    lessons = main_path(course)
+    total = sum(le.minutes or 0 for le in lessons)
     return (f"{TIMES_OPEN}\n| lesson | a learner's time (`tools/nbtool.py time`) |\n|---|---|\n"
-            f"{rows}\n| all {len(course)} | {total // 60} h {total % 60} min |\n{TIMES_CLOSE}")
+            f"{rows}\n| all {len(lessons)} lessons, without the deep dives | "
+            f"{total // 60} h {total % 60} min |\n{TIMES_CLOSE}")
 
 
 def _set_time(nb: nbformat.NotebookNode, lesson: Lesson) -> None:
@@ -372,7 +443,7 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True,
     stale: list[str] = []
     broken: list[str] = []
     listed = [le.file for le in COURSE]
-    for path in sorted(nb_dir.glob("[0-9][0-9]_*.ipynb")):
+    for path in course_notebooks(nb_dir):
         if path.name not in listed:
             broken.append(f"{path.name}: not in COURSE (tools/nbtool.py): add a row for it")
     course = present(nb_dir)
@@ -382,7 +453,7 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True,
         before = [c.source for c in nb.cells]
         _set_nav(nb, i, course)
         _set_time(nb, lesson)
-        if i == 0:
+        if i == 0 and not lesson.deep_dive:
             toc = [c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith(TOC_OPEN)]
             if not toc:
                 nb.cells.insert(len(nb.cells) - 1, nbformat.v4.new_markdown_cell(""))

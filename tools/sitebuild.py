@@ -6,7 +6,8 @@
 
 Why it is built this way:
 
-* **Real outputs.** Every ``notebooks/[0-9][0-9]_*.ipynb`` runs under papermill with its own
+* **Real outputs.** Every lesson ``notebooks/[0-9][0-9]_*.ipynb`` and deep dive
+  ``notebooks/[0-9][0-9][a-z]_*.ipynb`` (``nbtool.course_notebooks``) runs under papermill with its own
   default parameters, in a temporary ``BUREAU_DATA_DIR`` (deleted afterwards), into
   ``<out>/executed/``. Sphinx + MyST-NB then render them with execution off, so a page shows
   what a real run printed and drew. A lesson that raises stops the build.
@@ -23,7 +24,7 @@ Why it is built this way:
   environment report, an X-ray) as that HTML, from its saved state. Only a widget with controls and no picture is left a one-line note.
 * **Lessons listed once.** The index's lesson list is generated from ``tools/nbtool.py``'s
   ``COURSE`` (the time every lesson header and the instructor kit show) and each lesson header's
-  "You will be able to…", with a launch link per lesson for Binder (which builds
+  "You will be able to…"; deep dives are listed apart, marked, outside the total; with a launch link per lesson for Binder (which builds
   ``environment.yml``) when the repository is known (``GITHUB_REPOSITORY`` or ``--repository``).
 * **One source.** The glossary and the instructor kit are copied from ``notebooks/`` as pages,
   and the reference pages from ``docs/`` (installation, threat model, benchmarks and labs, the
@@ -483,24 +484,31 @@ def lessons_index(nb_dir: Path = NOTEBOOKS, repo: str | None = None, ref: str = 
     """The index's list of lessons: each once, with its time (``COURSE``, the number every
     lesson header and the instructor kit show), what the learner will be able to do (the
     lesson's own header) and, when the repository is known, a link that runs it on Binder."""
-    rows = []
-    for le in _nbtool().present(nb_dir):
+    rows: dict[bool, list[str]] = {False: [], True: []}
+    course = _nbtool().present(nb_dir)
+    for le in course:
         nb = nbformat.read(nb_dir / le.file, as_version=4)
         stem = Path(le.file).stem
         time_ = f"about {le.minutes} min" if le.minutes else "not yet timed"
+        mark = "deep dive, outside the workshop path · " if le.deep_dive else ""
         launch = (f" · [run it on Binder]({BINDER.format(repository=repo, ref=ref, file=le.file)})"
                   if repo else "")
-        rows.append(f"- **{{doc}}`{le.title} <lessons/{stem}>`** · {time_}{launch}  \n"
-                    f"  *You will be able to* {able_to(nb) or le.summary + '.'}")
-    total = sum(le.minutes or 0 for le in _nbtool().present(nb_dir))
+        rows[le.deep_dive].append(f"- **{{doc}}`{le.title} <lessons/{stem}>`** · {mark}{time_}"
+                                  f"{launch}  \n"
+                                  f"  *You will be able to* {able_to(nb) or le.summary + '.'}")
+    total = sum(le.minutes or 0 for le in course if not le.deep_dive)
     note = ("" if repo else "\n\nLaunch links to a hosted notebook service appear when the "
             "site is built from a GitHub clone (`GITHUB_REPOSITORY`, or an `origin` on GitHub).")
-    return ("\n".join(rows) + f"\n\nAbout {total // 60} h {total % 60:02d} min in all, "
-            "counted as lesson 00's contents says." + note)
+    dives = ("\n\n**Deep dives**, outside the workshop path: the second half of a lesson, for "
+             "whoever wants more (no lesson needs them, and no total counts them).\n\n"
+             + "\n".join(rows[True])) if rows[True] else ""
+    return ("\n".join(rows[False]) + f"\n\nAbout {total // 60} h {total % 60:02d} min in all, "
+            "counted as lesson 00's contents says." + dives + note)
 
 
 def lessons(nb_dir: Path = NOTEBOOKS) -> list[Path]:
-    return sorted(nb_dir.glob(LESSON_GLOB))
+    """Every notebook the site publishes: the lessons and their deep dives."""
+    return _nbtool().course_notebooks(nb_dir)
 
 
 def execute(paths: list[Path], out_dir: Path, data_root: Path, jobs: int = 2,
@@ -582,7 +590,7 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
             (src / "lessons" / page).write_text(scrub.text(text), encoding="utf-8")
     unmatched: list[Picture] = [p for p in pictures
                                 if not (executed / p.lesson).is_file()]
-    for path in sorted(executed.glob(LESSON_GLOB)):
+    for path in lessons(executed):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
             cell.source = for_reader(cell)
@@ -608,7 +616,7 @@ def build(out: Path = BUILD, reuse: bool = False, jobs: int = 2) -> int:
     if reuse:  # while editing the site: run only lessons newer than their executed copy
         todo = [p for p in todo if not (executed / p.name).is_file()
                 or (executed / p.name).stat().st_mtime < p.stat().st_mtime]
-    for stale in executed.glob(LESSON_GLOB) if executed.is_dir() else []:
+    for stale in lessons(executed) if executed.is_dir() else []:
         if not (NOTEBOOKS / stale.name).is_file():
             stale.unlink()  # a lesson that was removed or renamed
     data_dir = Path(tempfile.mkdtemp(prefix="bureau-site-data-"))
