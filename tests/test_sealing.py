@@ -302,6 +302,40 @@ def test_removing_a_members_values_destroys_their_keys_and_keeps_the_rest(case):
     assert keys.data_keys(ns, log_owner_id("alibi"), [w.card_id])
 
 
+def test_a_sealed_write_makes_its_keys_durable_while_it_embeds(bureau, case, monkeypatch):
+    """The write cost (issue 31 §4): a sealed write's keys reach the key store (appended,
+    fsynced) while its text is being embedded, not after; no row is written before both are
+    done, so an embedding that fails leaves no card (its keys, made for nothing, open nothing)."""
+    gw, ns = bureau.gateway, case.space.store_id
+    path = gw.sealer.keys.scope_path(ns, "informant")
+
+    def held() -> int:
+        return len(parse_scope_file(path.read_bytes())[1]) if path.exists() else 0
+
+    before, seen, real = held(), [], gw.encoder.embed
+
+    def embed(texts, *args, **kwargs):
+        deadline = time.monotonic() + 5
+        while held() == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(held() > before)
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(gw.encoder, "embed", embed)
+    card = case.whisper("informant", "The overlap canary sits under the third stair.")
+    assert seen[:1] == [True]
+    assert card.id in {c.id for c in case.cards("informant")}
+
+    def broken(texts, *args, **kwargs):
+        raise RuntimeError("the encoder died")
+
+    monkeypatch.setattr(gw.encoder, "embed", broken)
+    n = gw.count(case.space, "informant")
+    with pytest.raises(Exception, match="encoder died"):
+        case.whisper("informant", "This text never reaches the store.")
+    assert gw.count(case.space, "informant") == n
+
+
 def test_a_lost_key_store_is_a_typed_error_naming_it(bureau, case):
     keys = bureau.gateway.sealer.keys
     away = keys.root.with_name("seal.keys.away")
