@@ -12,7 +12,6 @@ them (the data stays), and another learner's keys are untouched.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,8 @@ from conftest import finish
 from test_classroom import env_for
 
 from bureau.classroom import tenants
+from bureau.sealing import KeyStore
+from bureau.sealing.keys import parse_scope_file
 
 WRITE = r"""
 import json, sys
@@ -38,9 +39,9 @@ def _secrets(keys: Path) -> list[bytes]:
     """Every scope key (hex) and wrapped card key (base64) the store holds now."""
     out = []
     for path in keys.glob("*/*.key"):
-        data = json.loads(path.read_bytes())
-        out.append(data["scope_key"].encode())
-        out += [w.encode() for w in data["cards"].values()]
+        key, wrapped, _ = parse_scope_file(path.read_bytes())
+        out.append(key.hex().encode())
+        out += [w.encode() for w in wrapped.values()]
     return out
 
 
@@ -91,10 +92,22 @@ def test_remove_reset_and_teardown_destroy_the_learners_keys(room):
     tenants.reset(directory, "cat", keep_data=True)  # the data stays, so do its keys
     assert _secrets(keys["cat"]) == old["cat"]
 
-    tenants.remove(directory, "ben")
+    assert tenants.remove(directory, "ben") is None  # destroyed: nothing left to report
     assert not keys["ben"].exists()
     assert _anywhere(homes / "ben", old["ben"]) == []
 
-    tenants.teardown(directory)
+    # Learners the roster has no data directory for: their keys stay, and the commands say
+    # where they are (found by name under a known home) or would be, never destroying a guess.
+    tenants.add(directory, "dan")
+    tenants.add(directory, "eve")
+    dan_keys = tenants.seal_keys(homes / "dan", "dan")
+    KeyStore(dan_keys).new_cards("ns", "informant", ["1"])
+    left = tenants.remove(directory, "dan")
+    assert left is not None and left.found == (dan_keys,) and dan_keys.exists()
+    assert "NOT destroyed" in left.message() and f"rm -rf {dan_keys}" in left.message()
+
+    gone = tenants.teardown(directory)
     assert not keys["cat"].exists()
     assert _anywhere(homes, [s for v in old.values() for s in v]) == []
+    assert [(k.learner, k.found) for k in gone] == [("eve", ())]
+    assert tenants.seal_keys(homes / "eve", "eve") in gone[0].searched

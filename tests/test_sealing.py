@@ -21,7 +21,7 @@ from bureau.errors import ForgetRefusedError, SealKeysLostError, UnknownCardErro
 from bureau.model import BOARD
 from bureau.sealing import KeyStore
 from bureau.sealing.cipher import row_ad, seal, unseal
-from bureau.sealing.keys import _name
+from bureau.sealing.keys import _name, parse_scope_file
 from bureau.sealing.rotation import rotate, rotation
 from bureau.service.faults import FORGET_POINTS
 from bureau.storage.gateway import MemoryGateway
@@ -65,9 +65,11 @@ def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
     new file and renamed, never edited in place), and a second holder (another process) that
     had read it before no longer finds it."""
     store, other = KeyStore(tmp_path / "seal.keys"), KeyStore(tmp_path / "seal.keys")
-    _, keys = store.new_cards("ns", "detective", ["1", "2"])
+    _, keys = store.new_cards("ns", "detective", ["1"])
+    keys.update(store.new_cards("ns", "detective", ["2"])[1])  # appended to the same file
     path = store.scope_path("ns", "detective")
-    wrapped = json.loads(path.read_bytes())["cards"]
+    wrapped = parse_scope_file(path.read_bytes())[1]
+    assert set(wrapped) == {"1", "2"} and path.read_bytes().count(b"\n") == 2
     assert path.stat().st_mode & 0o777 == 0o600 and store.root.stat().st_mode & 0o777 == 0o700
     assert other.data_keys("ns", "detective", ["1", "2"]) == keys  # cached by the other holder
     inode = path.stat().st_ino
@@ -82,6 +84,32 @@ def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
     assert not path.exists()  # the scope key (and its rotation) go with the last card
     assert other.scope_key("ns", "detective") is None
     assert store.held() == {"scopes": 0, "card_keys": 0}
+
+
+def test_a_new_card_appends_its_key_and_a_torn_append_loses_no_other_card(tmp_path):
+    """A card added to a scope costs one appended, fsynced line (not a rewrite of the scope's
+    every key: the write cost, issue 31 §4). A line a crash cut short is skipped by every
+    reader and the next append starts a fresh line; a forget folds the lines into one file."""
+    store = KeyStore(tmp_path / "seal.keys")
+    _, keys = store.new_cards("ns", "s", ["1", "2"])
+    path = store.scope_path("ns", "s")
+    inode = path.stat().st_ino
+    keys.update(store.new_cards("ns", "s", ["3"])[1])
+    assert path.stat().st_ino == inode  # appended in place, not rewritten
+    with open(path, "ab") as f:  # a crash mid-append: half a line, no newline
+        f.write(b'{"cards":{"9":"AAAA')
+    keys.update(store.new_cards("ns", "s", ["4"])[1])
+    fresh = KeyStore(tmp_path / "seal.keys")  # another process reading the file
+    assert fresh.data_keys("ns", "s", ["1", "2", "3", "4", "9"]) == keys
+    assert store.forget_cards("ns", "s", ["2"]) == 1
+    assert path.stat().st_ino != inode and path.read_bytes().count(b"\n") == 1
+    assert KeyStore(tmp_path / "seal.keys").data_keys("ns", "s", ["1", "2", "3", "4"]) == {
+        c: keys[c] for c in ("1", "3", "4")}
+    for i in range(70):  # many appends fold into one line again (a reader's parse stays short)
+        store.new_cards("ns", "s", [f"m{i}"])
+    assert path.read_bytes().count(b"\n") <= 65
+    assert len(KeyStore(tmp_path / "seal.keys").data_keys(
+        "ns", "s", ["1", "3", "4", *(f"m{i}" for i in range(70))])) == 73
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -243,7 +271,7 @@ def test_removing_a_members_values_destroys_their_keys_and_keeps_the_rest(case):
     boss.scopes.write("plan", "alarm", "The alarm is off from two to three.")
     mole.scopes.write("plan", "alarm", "The alarm code is 4-4-1-9.", read_version=1)
     owners = (log_owner_id("plan"), scope_owner_id("plan"))
-    before = {o: json.loads(keys.scope_path(ns, o).read_bytes())["cards"] for o in owners}
+    before = {o: parse_scope_file(keys.scope_path(ns, o).read_bytes())[1] for o in owners}
     theirs = {c.id for o in owners for c in case.bureau.gateway.list(case.space, o)
               if c.source_role == "informant"}
     assert {w.card_id for w in mine} <= theirs and len(theirs) >= 5  # 3 writes, 2 shown
@@ -272,6 +300,40 @@ def test_removing_a_members_values_destroys_their_keys_and_keeps_the_rest(case):
     case.agent("suspect").scopes.remove("alibi", "detective")
     assert case.agent("suspect").scopes.read("alibi", "where").text == "At the cinema until eleven."
     assert keys.data_keys(ns, log_owner_id("alibi"), [w.card_id])
+
+
+def test_a_sealed_write_makes_its_keys_durable_while_it_embeds(bureau, case, monkeypatch):
+    """The write cost (issue 31 §4): a sealed write's keys reach the key store (appended,
+    fsynced) while its text is being embedded, not after; no row is written before both are
+    done, so an embedding that fails leaves no card (its keys, made for nothing, open nothing)."""
+    gw, ns = bureau.gateway, case.space.store_id
+    path = gw.sealer.keys.scope_path(ns, "informant")
+
+    def held() -> int:
+        return len(parse_scope_file(path.read_bytes())[1]) if path.exists() else 0
+
+    before, seen, real = held(), [], gw.encoder.embed
+
+    def embed(texts, *args, **kwargs):
+        deadline = time.monotonic() + 5
+        while held() == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(held() > before)
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(gw.encoder, "embed", embed)
+    card = case.whisper("informant", "The overlap canary sits under the third stair.")
+    assert seen[:1] == [True]
+    assert card.id in {c.id for c in case.cards("informant")}
+
+    def broken(texts, *args, **kwargs):
+        raise RuntimeError("the encoder died")
+
+    monkeypatch.setattr(gw.encoder, "embed", broken)
+    n = gw.count(case.space, "informant")
+    with pytest.raises(Exception, match="encoder died"):
+        case.whisper("informant", "This text never reaches the store.")
+    assert gw.count(case.space, "informant") == n
 
 
 def test_a_lost_key_store_is_a_typed_error_naming_it(bureau, case):

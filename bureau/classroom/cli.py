@@ -23,6 +23,10 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from . import tenants
 
 
 def _dir_argument(p: argparse.ArgumentParser) -> None:
@@ -109,28 +113,36 @@ def run(args: argparse.Namespace) -> int:
             print(f"{learner}: {tenants.add(args.dir, learner, args.data_dir)}")
     elif action == "reset":
         for learner in args.learners:
-            keys = "" if args.keep_data else _keys_note(args.dir, learner)
+            roster = tenants.Roster.load(args.dir)
+            left = None if args.keep_data else tenants.keys_left(roster, learner)
+            keys = "" if args.keep_data or left else _keys_note(roster, learner)
             print(f"{learner}: {tenants.reset(args.dir, learner, args.keep_data)} "
                   f"(new password{keys})")
+            if left is not None:
+                print(left.message())
     elif action == "remove":
         for learner in args.learners:
-            keys = _keys_note(args.dir, learner)
-            tenants.remove(args.dir, learner)
-            print(f"{learner}: removed{keys}")
+            keys = _keys_note(tenants.Roster.load(args.dir), learner)
+            left = tenants.remove(args.dir, learner)
+            print(f"{learner}: removed{'' if left else keys}")
+            if left is not None:
+                print(left.message())
     elif action == "status":
         print(json.dumps(tenants.status(args.dir), indent=2))
     elif action == "teardown":
-        tenants.teardown(args.dir)
+        left = tenants.teardown(args.dir)
         print(f"classroom in {args.dir} torn down")
+        for k in left:
+            print(k.message())
     return 0
 
 
-def _keys_note(directory: Path, learner: str) -> str:
-    """What the command does with the learner's sealing keys (said before it runs)."""
+def _keys_note(roster: tenants.Roster, learner: str) -> str:
+    """What the command does with the learner's sealing keys (said before it runs; a learner
+    whose data directory the roster does not know gets :meth:`KeysLeft.message` instead)."""
     from . import tenants
 
-    where = tenants.Roster.load(directory).data_dirs.get(learner)
+    where = roster.data_dirs.get(learner)
     if where is None:
-        return ("; their sealing keys stay in their own data directory, unknown to this "
-                "classroom (add --data-dir)")
+        return ""
     return f"; sealing keys in {tenants.seal_keys(where, learner)} destroyed"

@@ -20,8 +20,10 @@ tenant, in ``seal.keys.learner_<name>``. When the roster knows that directory (`
 --data-dir``; the hub records each home's), ``remove``, ``reset`` (without ``--keep-data``) and
 ``teardown`` destroy that key store with the tenant: the ciphertext the server's redo log and
 old blocks keep of the learner's cards is noise from then on, for the instructor too. A
-learner on their own laptop keeps their keys where the instructor cannot reach them; the
-commands say so.
+learner on their own laptop keeps their keys where the instructor cannot reach them; ``remove``
+and ``teardown`` return a :class:`~bureau.classroom.learner_keys.KeysLeft` for each such
+learner (where the keys would be, which of those places hold them, what to do) and the
+commands print it.
 
 Passwords never reach a log, an event, an error message or the standard output: commands print
 paths, and a server error is reported by its code and wording with any password cut out.
@@ -45,6 +47,7 @@ from ..errors import ClassroomError
 from ..storage.files import private_dir, write_private
 from ..tenancy.connection import TenantConnection, check_learner, read_connection, tenant_name
 from . import server as srv
+from .learner_keys import KeysLeft, keys_left, seal_keys
 from .server import LOOPBACK
 
 ROSTER = "roster.json"
@@ -218,12 +221,6 @@ def _issue(roster: Roster, learner: str, password: str) -> Path:
     return path
 
 
-def seal_keys(data_dir: str | Path, learner: str) -> Path:
-    """Where a learner's sealing keys live in their data directory
-    (:attr:`bureau.settings.Settings.seal_keys_path` in classroom mode)."""
-    return Path(data_dir) / f"seal.keys.{tenant_name(learner)}"
-
-
 def set_data_dir(directory: str | Path, learner: str, data_dir: str | Path) -> None:
     """Record where ``learner``'s data directory is (so ``remove``/``reset``/``teardown`` can
     destroy their sealing keys); ``{learner}`` in the path is replaced by the name."""
@@ -303,13 +300,15 @@ def reset(directory: str | Path, learner: str, keep_data: bool = False) -> Path:
     return _issue(roster, learner, password)
 
 
-def remove(directory: str | Path, learner: str) -> None:
+def remove(directory: str | Path, learner: str) -> KeysLeft | None:
     """Drop a learner's account and database (their data is gone), their sealing keys (when
-    the roster knows their data directory) and their connection file."""
+    the roster knows their data directory) and their connection file. Returns what stays of
+    their keys when the roster does not know where they are (``None``: destroyed)."""
     from .guard import expect_kills
 
     roster = Roster.load(directory)
     user = _known(roster, learner)
+    left = keys_left(roster, learner)
     with roster.admin() as cur:
         cur.execute("DROP USER IF EXISTS %s@'%%'", (user,))
         srv.kill_sessions(cur, user, expect_kills(roster.directory))
@@ -319,6 +318,7 @@ def remove(directory: str | Path, learner: str) -> None:
     roster.data_dirs.pop(learner, None)
     roster.save()
     roster.connection_file(learner).unlink(missing_ok=True)
+    return left
 
 
 def _known(roster: Roster, learner: str) -> str:
@@ -329,12 +329,15 @@ def _known(roster: Roster, learner: str) -> str:
     return user
 
 
-def teardown(directory: str | Path) -> None:
+def teardown(directory: str | Path) -> list[KeysLeft]:
     """Remove every learner (their sealing keys too, where the roster knows them), stop the
-    server this classroom started, delete the folder."""
+    server this classroom started, delete the folder. Returns the learners whose keys stayed
+    (the roster did not know where), each with where they may be and what to do."""
     from .guard import stop as stop_guard
 
     roster = Roster.load(directory)
+    left = [k for k in (keys_left(roster, learner) for learner in sorted(roster.learners))
+            if k is not None]
     stop_guard(roster.directory)
     running = roster.pid is not None and srv.server_running(roster.pid, roster.server_dir)
     if roster.pid is None or running:
@@ -347,6 +350,7 @@ def teardown(directory: str | Path) -> None:
         srv.stop_server(roster.pid, roster.server_dir)
     srv.remove_server_data(roster.server_dir)  # where the server's own account keeps it
     shutil.rmtree(roster.directory, ignore_errors=True)
+    return left
 
 
 def status(directory: str | Path) -> dict[str, Any]:
@@ -372,5 +376,6 @@ def connection(directory: str | Path, learner: str) -> TenantConnection:
     return read_connection(roster.connection_file(learner))
 
 
-__all__ = ["Roster", "add", "connection", "destroy_keys", "remove", "reset", "seal_keys",
+__all__ = ["KeysLeft", "Roster", "add", "connection", "destroy_keys", "keys_left", "remove",
+           "reset", "seal_keys",
            "set_data_dir", "start", "status", "teardown", "use"]

@@ -7,11 +7,21 @@ Layout (``Settings.seal_keys_path``, a folder ``seal.keys`` beside the audit key
     seal.keys/<ns>/<scope>.key         one (case namespace, role/board/...) scope
 
 A scope file holds the scope key (32 random bytes; it also draws the scope's vector rotation)
-and, per card, that card's data key *wrapped* by the scope key (AES-GCM, bound to the card id).
-Forgetting a card rewrites its scope file without it; forgetting a scope or a whole namespace
-unlinks the files. Every rewrite is write-temp, fsync, rename, fsync the folder: no old copy
-of a destroyed key stays in the store (the old file's inode is released, never edited in
-place), and a crash leaves either the old or the new file, never half of one.
+and, per card, that card's data key *wrapped* by the scope key (AES-GCM, bound to the card id):
+a first line (JSON: the key and the cards when the file was last written whole) and, after it,
+one line per batch of cards added since (``{"cards": {...}}``), each appended and fsynced before
+any row of those cards is written. Appending is what keeps a write's cost flat: rewriting the
+whole file for every new card cost a publish ~1.5 ms on a small scope and grew with the scope
+(issue 31 §4). A line cut short by a crash is skipped when read (its cards never reached the
+database: their rows are written only once the append is durable), and the next append starts
+on a fresh line.
+
+Forgetting a card rewrites its scope file whole without it (appended lines folded in); so does
+an append once the appended lines outnumber the first line's cards (a reader's parse stays
+linear). Forgetting a scope or a whole namespace unlinks the files. Every rewrite is write-temp,
+fsync, rename, fsync the folder: no old copy of a destroyed key stays in the store (the old
+file's inode is released, never edited in place; appends only ever add keys of live cards),
+and a crash leaves either the old or the new file, never half of one.
 
 The store is per data directory (in classroom mode: the learner's own, never the tenant), so
 whoever copies the data directory *with* this folder can open every live card; forgotten ones
@@ -52,12 +62,36 @@ def _wrap_ad(card_id: str) -> bytes:
     return b"bureau-seal-wrap\x1f" + card_id.encode("utf-8")
 
 
+def parse_scope_file(body: bytes) -> tuple[bytes, dict[str, str], int]:
+    """A scope file's key, its wrapped card keys (first line and appended lines merged) and
+    how many appended lines it has. ``ValueError``/``KeyError``/``TypeError`` when its first
+    line is not a key file's; an appended line that does not parse is one a crash cut short
+    (skipped: see the module's docstring)."""
+    lines = body.split(b"\n")
+    head = json.loads(lines[0])
+    key = bytes.fromhex(head["scope_key"])
+    wrapped = dict(head["cards"])
+    tail = 0
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        tail += 1
+        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+            wrapped.update({str(c): str(w) for c, w in json.loads(line)["cards"].items()})
+    return key, wrapped, tail
+
+
 @dataclass
 class _Scope:
     sig: tuple[int, int, int]
     key: bytes
     wrapped: dict[str, str]
     opened: dict[str, bytes] = field(default_factory=dict)
+    tail: int = 0
+    """Appended lines after the first (the file is rewritten whole once they outnumber it)."""
+    head: int = 0
+    """Cards known when the file was last read or written whole (the measure ``tail`` is
+    held against)."""
 
 
 class KeyStore:
@@ -136,16 +170,14 @@ class KeyStore:
                     f"(mode {stat.filemode(st.st_mode)}).",
                     f"Make it owner-only: chmod -R go= {self.root}")
             try:
-                data = json.loads(path.read_bytes())
-                key = bytes.fromhex(data["scope_key"])
-                wrapped = dict(data["cards"])
+                key, wrapped, tail = parse_scope_file(path.read_bytes())
             except FileNotFoundError:
                 return None
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 raise self.lost(f"{path} is not a key file") from None
             if len(key) != KEY_BYTES:
                 raise self.lost(f"{path} holds a short scope key")
-            found = _Scope(sig, key, wrapped)
+            found = _Scope(sig, key, wrapped, tail=tail, head=len(wrapped))
             self._cache[(namespace, scope)] = found
             return found
 
@@ -157,22 +189,29 @@ class KeyStore:
         ids = list(card_ids)
         with self._writing(namespace, scope) as found:
             key = found.key if found is not None else secrets.token_bytes(KEY_BYTES)
-            wrapped = dict(found.wrapped) if found is not None else {}
             aead = AESGCM(key)
             fresh: dict[str, bytes] = {}
+            added: dict[str, str] = {}
             for cid in ids:
                 dk = secrets.token_bytes(KEY_BYTES)
                 nonce = os.urandom(12)
-                wrapped[cid] = base64.b64encode(
+                added[cid] = base64.b64encode(
                     nonce + aead.encrypt(nonce, dk, _wrap_ad(cid))).decode("ascii")
                 fresh[cid] = dk
-            self._write_scope(namespace, scope, key, wrapped)
-            opened = {**(found.opened if found is not None else {}), **fresh}
-            self._remember(namespace, scope, key, wrapped, opened)
+            if found is not None and found.tail < max(64, found.head):
+                self._append_scope(namespace, scope, added)  # one line, one fsync
+                found.wrapped.update(added)
+                found.opened.update(fresh)
+                self._remember(namespace, scope, found, tail=found.tail + 1)
+            else:  # a new scope, or one whose appended lines outnumber its first line
+                wrapped = {**(found.wrapped if found is not None else {}), **added}
+                opened = {**(found.opened if found is not None else {}), **fresh}
+                self._write_scope(namespace, scope, key, wrapped)
+                self._remember(namespace, scope, _Scope((0, 0, 0), key, wrapped, opened),
+                               tail=0)
         return key, fresh
 
-    def _remember(self, namespace: str, scope: str, key: bytes, wrapped: dict[str, str],
-                  opened: dict[str, bytes]) -> None:
+    def _remember(self, namespace: str, scope: str, found: _Scope, tail: int) -> None:
         """Cache what this process just wrote under the file's new signature (a large scope is
         not re-read and re-unwrapped after each card it adds)."""
         try:
@@ -181,7 +220,8 @@ class KeyStore:
             return
         with self._lock:
             self._cache[(namespace, scope)] = _Scope(
-                (st.st_ino, st.st_mtime_ns, st.st_size), key, wrapped, opened)
+                (st.st_ino, st.st_mtime_ns, st.st_size), found.key, found.wrapped, found.opened,
+                tail=tail, head=len(found.wrapped) if tail == 0 else found.head)
 
     def forget_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> int:
         """Destroy those cards' data keys (the scope's file rewritten without them; the file
@@ -198,8 +238,9 @@ class KeyStore:
                 return 0
             if wrapped:
                 self._write_scope(namespace, scope, found.key, wrapped)
-                self._remember(namespace, scope, found.key, wrapped,
-                               {c: k for c, k in found.opened.items() if c not in ids})
+                self._remember(namespace, scope, _Scope(
+                    (0, 0, 0), found.key, wrapped,
+                    {c: k for c, k in found.opened.items() if c not in ids}), tail=0)
             else:
                 self._unlink(self.scope_path(namespace, scope))
             return gone
@@ -267,8 +308,8 @@ class KeyStore:
         if self.root.is_dir():
             for path in self.root.glob("*/*.key"):
                 scopes += 1
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    cards += len(json.loads(path.read_bytes())["cards"])
+                with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                    cards += len(parse_scope_file(path.read_bytes())[1])
         return {"scopes": scopes, "card_keys": cards}
 
     # -- the file operations -------------------------------------------------------------------
@@ -301,7 +342,25 @@ class KeyStore:
             self._fsync_dir(self.root)
         body = json.dumps({"v": 1, "scope_key": key.hex(), "cards": wrapped},
                           separators=(",", ":")).encode("ascii")
-        self._atomic_write(path, body)
+        self._atomic_write(path, body + b"\n")
+
+    def _append_scope(self, namespace: str, scope: str, added: dict[str, str]) -> None:
+        """New cards' wrapped keys as one line at the end of the scope's file, fsynced (the
+        file, hence its folder entry, is already durable). A line a crash cut short is ended
+        first, so this one parses."""
+        path = self.scope_path(namespace, scope)
+        line = json.dumps({"cards": added}, separators=(",", ":")).encode("ascii") + b"\n"
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            getattr(os, "fdatasync", os.fsync)(fd)
+        finally:
+            os.close(fd)
 
     def _atomic_write(self, path: Path, body: bytes) -> None:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")

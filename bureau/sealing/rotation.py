@@ -33,13 +33,22 @@ def rotation(scope_key: bytes, dims: int) -> np.ndarray:
     return q
 
 
+@lru_cache(maxsize=256)
+def _rotation32(scope_key: bytes, dims: int) -> np.ndarray:
+    q = rotation(scope_key, dims).astype(np.float32)
+    q.setflags(write=False)
+    return q
+
+
 def rotate(scope_key: bytes, vectors: np.ndarray) -> np.ndarray:
     """Rows of ``vectors`` turned by the scope's rotation (float32, as the store keeps them)."""
+    if len(vectors) <= 8:
+        # A query (or a card or two): einsum's own loop over the float32 matrix, ~0.04 ms
+        # (0.14 ms in float64, a sealed interrogation's main extra cost: issue 31 §4; a cosine
+        # moves by ~5e-8 either way, the float32 storage's own rounding). Through BLAS the same
+        # product took ~14 ms inside the bureau's process (its threads wake beside
+        # onnxruntime's; measured in the interrogation profile), a sixth of an interrogation.
+        v32 = np.asarray(vectors, dtype=np.float32)
+        return np.einsum("ij,kj->ki", _rotation32(scope_key, v32.shape[-1]), v32)
     v = np.asarray(vectors, dtype=np.float64)
-    q = rotation(scope_key, v.shape[-1])
-    if v.shape[0] <= 8:
-        # A query (or a card or two): einsum's own loop, ~0.2 ms. Through BLAS the same product
-        # took ~14 ms inside the bureau's process (its threads wake beside onnxruntime's; measured
-        # in the interrogation profile), a sixth of an interrogation.
-        return np.einsum("ij,kj->ki", q, v).astype(np.float32)
-    return (v @ q.T).astype(np.float32)
+    return (v @ rotation(scope_key, v.shape[-1]).T).astype(np.float32)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,9 @@ from ..model import CaseSpace, MemoryCard
 from ..sealing import Sealer
 from .rows import META_KEYS, ids_of
 from .setup import LOCK, new_card_ids, replace_rows, sql_engine, store_now
+
+_SEALING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bureau-seal")
+"""Makes a write's keys durable while its texts are embedded (:func:`write_sealed`)."""
 
 
 def write_sealed(gateway: Any, case: CaseSpace, owner: str,
@@ -36,9 +40,10 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
             vs.create_col(vs.collection_name, vector_size=gateway.encoder.dims,
                           distance="cosine")
             storage._collection_created = True
-    vectors = gateway.encoder.embed([text for text, _ in items])
-    cards: list[MemoryCard] = []
-    for start in range(0, len(items), batch):
+
+    def sealed_chunk(start: int) -> tuple[str, list[str], list[dict[str, Any]], bytes,
+                                          list[tuple[str, dict[str, Any]]]]:
+        """One chunk's ids, labels, durable keys and sealed texts (needs no vector)."""
         chunk = items[start : start + batch]
         now = store_now()
         with LOCK:
@@ -52,6 +57,20 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
             scope_key, sealed = gateway.sealer.seal(
                 uid, owner, [(i, text, m) for i, (text, _), m in zip(ids, chunk, metas,
                                                                        strict=True)])
+        return now, ids, metas, scope_key, sealed
+
+    # The first chunk's keys are made durable (an fsync: the thread waits on the disk) while
+    # the texts are embedded (the CPU works): a publish no longer pays the two one after the
+    # other (issue 31 §4). No row is written before both are done.
+    first = _SEALING.submit(sealed_chunk, 0)
+    try:
+        vectors = gateway.encoder.embed([text for text, _ in items])
+    finally:
+        first_chunk = first.result()
+    cards: list[MemoryCard] = []
+    for start in range(0, len(items), batch):
+        chunk = items[start : start + batch]
+        now, ids, metas, scope_key, sealed = first_chunk if start == 0 else sealed_chunk(start)
         turned = gateway.sealer.rotate(scope_key, vectors[start : start + len(chunk)])
         records = []
         for i, (body, smeta), vec in zip(ids, sealed, turned, strict=True):
