@@ -18,14 +18,20 @@ which of those places hold one now, and what to do. It destroys nothing.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..tenancy.connection import tenant_name
 
-if TYPE_CHECKING:
-    from .tenants import Roster
+
+class Roster(Protocol):
+    """What this module reads of :class:`bureau.classroom.tenants.Roster` (a protocol, so that
+    ``tenants``, which calls this module, is not imported back)."""
+
+    @property
+    def data_dirs(self) -> Mapping[str, str]: ...
 
 
 def seal_keys(data_dir: str | Path, learner: str) -> Path:
