@@ -163,7 +163,7 @@ def test_every_lesson_page_reads_whole(page, site_url, path):
     assert "<Figure size" not in text, f"{path}: a figure shown as text, not an image"
     drawn = [i for i in images if i["output"]]
     assert all(i["width"] > 0 for i in drawn)
-    lesson = Path(path).stem[:2]
+    lesson = Path(path).stem.split("_")[0]  # "05", or a deep dive's "05b"
     quizzed = _quiz_lessons().get(lesson, 0)
     if quizzed:
         quiz = page.locator(".bureau-quiz-text")
