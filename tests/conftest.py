@@ -152,6 +152,18 @@ def bureau(data_dir):
 
 
 @pytest.fixture
+def mediated(bureau):
+    """The shared Bureau with the example policy's mediator, restored after the test."""
+    from bureau.mediation.mediator import PolicyMediator
+    from bureau.mediation.policy import default_policy_path, load_policy
+
+    before = bureau.mediator
+    bureau.mediator = PolicyMediator(load_policy(default_policy_path()))
+    yield bureau
+    bureau.mediator = before
+
+
+@pytest.fixture
 def case(bureau):
     """A fresh safe-combination case, deleted afterwards."""
     c = bureau.load_scenario("safe-combination")

@@ -23,20 +23,11 @@ import pytest
 from bureau.errors import AuditKeyError, AuditTamperedError, StateTamperedError
 from bureau.ledger import Ledger
 from bureau.mediation.audit import GENESIS, entry_hash, legacy_hash, mac, row_mac
-from bureau.mediation.mediator import PolicyMediator
-from bureau.mediation.policy import default_policy_path, load_policy
 
 SAFE_Q = "What is the combination of the safe in the study?"
 BOOT_Q = "What size is the muddy boot print?"
 INVESTIGATE = {"recipient": "other-agent", "purpose": "investigation"}
 
-
-@pytest.fixture
-def mediated(bureau):
-    before = bureau.mediator
-    bureau.mediator = PolicyMediator(load_policy(default_policy_path()))
-    yield bureau
-    bureau.mediator = before
 
 
 @pytest.fixture

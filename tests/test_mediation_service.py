@@ -23,8 +23,7 @@ from bureau.errors import (
     UnknownPrincipalError,
 )
 from bureau.ledger import Ledger
-from bureau.mediation.mediator import PolicyMediator
-from bureau.mediation.policy import default_policy_path, load_policy
+from bureau.mediation.policy import default_policy_path
 from bureau.service.read_paths import OUTWARD_READ_PATHS, ROLE_READ_PATHS, as_text
 
 SAFE_Q = "What is the combination of the safe in the study?"
@@ -36,13 +35,6 @@ ECHO = re.compile(r"has no card '\d+'")
 """A tool's refusal repeats the card id its caller passed in (the same words for any id): the
 read paths try every id of the case, so that echo is not a card showing up."""
 
-
-@pytest.fixture
-def mediated(bureau):
-    before = bureau.mediator
-    bureau.mediator = PolicyMediator(load_policy(default_policy_path()))
-    yield bureau
-    bureau.mediator = before
 
 
 def _seen_everywhere(case, ids, texts):

@@ -14,20 +14,11 @@ from bureau.course.purpose import SOLUTION, PurposeCast, requests_table, same_qu
 from bureau.course.widgets.exercises import check
 from bureau.errors import ScenarioError
 from bureau.mediation.abstraction import leaked_terms
-from bureau.mediation.mediator import PolicyMediator
-from bureau.mediation.policy import default_policy_path, load_policy
 from bureau.scenario import list_scenarios, load_scenario, parse_scenario
 
 SHIPPED = [s.id for s in list_scenarios()]
 PRINCIPALS = {"chief", "press", "judge"}
 
-
-@pytest.fixture
-def mediated(bureau):
-    before = bureau.mediator
-    bureau.mediator = PolicyMediator(load_policy(default_policy_path()))
-    yield bureau
-    bureau.mediator = before
 
 
 def test_safe_combination_keeps_the_worked_example():

@@ -49,6 +49,13 @@ class Fact:
     knowers_after: tuple[str, ...] = ()
 
 
+def scenario_of(case_or_scenario: Case | Scenario) -> Scenario:
+    """The scenario itself, or the one a case was opened from (lessons pass either)."""
+    if isinstance(case_or_scenario, Scenario):
+        return case_or_scenario
+    return case_or_scenario.scenario
+
+
 @dataclass(frozen=True)
 class Cast:
     """The parts of the lessons' story, each played by a role or a seed card of one scenario."""
@@ -75,11 +82,7 @@ class Cast:
     @classmethod
     def of(cls, case_or_scenario: Case | Scenario) -> Cast:
         """The cast of a case (or of a scenario before any case is opened)."""
-        scenario = (
-            case_or_scenario if isinstance(case_or_scenario, Scenario)
-            else case_or_scenario.scenario
-        )
-        return _cast(scenario)
+        return _cast(scenario_of(case_or_scenario))
 
     def story_roles(self) -> tuple[str, str, str]:
         """``informant, detective, suspect = cast.story_roles()``: the roles under the names

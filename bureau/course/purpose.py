@@ -27,7 +27,7 @@ from ..mediation.mediator import REASONS, Mediation, PolicyMediator
 from ..mediation.policy import default_policy_path, load_policy, parse_policy
 from ..scenario import Scenario
 from ..service.agent import Requester
-from .cast import Cast, Fact, fact
+from .cast import Cast, Fact, fact, scenario_of
 from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 
 if TYPE_CHECKING:
@@ -103,9 +103,7 @@ class PurposeCast:
     @classmethod
     def of(cls, case_or_scenario: Case | Scenario) -> PurposeCast:
         """The lesson's cast for a case (or a scenario); ``ScenarioError`` says what is missing."""
-        s = (case_or_scenario if isinstance(case_or_scenario, Scenario)
-             else case_or_scenario.scenario)
-        return _purpose_cast(s)
+        return _purpose_cast(scenario_of(case_or_scenario))
 
     def requests(self) -> dict[str, tuple[str, dict[str, str]]]:
         """One question, five invocations: who asks (the principal whose handle makes the
