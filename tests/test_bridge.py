@@ -104,3 +104,15 @@ def test_wrong_or_missing_answers_get_a_hint(case):
     forged = HandleStore(case.agent("detective"), keys=["plan"],
                          refused=[("memories", "informant")])
     assert "holds none of the keys" in check_ported_store(case, forged).message
+
+
+def test_the_handle_store_names_the_argument_it_refuses(case):
+    """An agent's huge offset is refused as the offset (it once surfaced as a wrong ``limit``
+    of offset + limit), and a huge limit as the limit; neither touches storage."""
+    store = HandleStore(case.agent("suspect"))
+    own = ("memories", store.role)
+    with pytest.raises(InvalidArgumentError, match=r"^offset must be a whole number from 0 to 90"):
+        store.search(own, query="boots", offset=10**30)
+    with pytest.raises(InvalidArgumentError, match=r"^limit must be a whole number"):
+        store.search(own, query="boots", limit=10**30)
+    assert store.search(own, query="boots", offset=0, limit=10) is not None

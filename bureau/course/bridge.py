@@ -29,6 +29,7 @@ searched.
 from __future__ import annotations
 
 import json
+import numbers
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +39,8 @@ from ..errors import InvalidArgumentError, NamespaceRefusedError
 from ..model import BOARD, MemoryCard
 from ..service import Case
 from ..service.agent import Agent
+from ..settings import LIMIT_RANGE, check_limit
+from ..text import short_repr
 from .widgets.exercises import Exercise, Verdict, not_yet, passed, register
 
 PREFIX = "memories"
@@ -190,6 +193,13 @@ class HandleStore:
         """The handle's ``recall`` (its own space, the board, its task scopes: the service
         decides), narrowed to its own space when the prefix names it."""
         ns = self._allowed(namespace_prefix, exact=False)
+        limit = check_limit(limit)
+        top = LIMIT_RANGE[1] - limit  # the handle's recall reads at most offset + limit cards
+        if isinstance(offset, bool) or not isinstance(offset, numbers.Integral) \
+                or not 0 <= offset <= top:
+            raise InvalidArgumentError(
+                f"offset must be a whole number from 0 to {top} (offset + limit at most "
+                f"{LIMIT_RANGE[1]}), not {short_repr(offset)}.")
         if query:
             cards = self.agent.recall(query, limit=offset + limit).hits
         else:
