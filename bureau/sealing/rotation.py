@@ -16,18 +16,35 @@ try to align the two; and whoever holds the key store holds ``Q``.
 from __future__ import annotations
 
 import hashlib
+import threading
 from functools import lru_cache
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
+
+_DRAWING = threading.Lock()
+"""One draw at a time: the BLAS thread limit is the process's, and two draws lifting and
+restoring it side by side could leave it at one thread for good."""
+
+
+@lru_cache(maxsize=1)
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 @lru_cache(maxsize=256)
 def rotation(scope_key: bytes, dims: int) -> np.ndarray:
     """The ``dims`` x ``dims`` orthogonal matrix of one scope key (Haar-distributed: QR of a
-    Gaussian matrix drawn from the key, signs fixed so the draw is unique)."""
+    Gaussian matrix drawn from the key, signs fixed so the draw is unique).
+
+    The QR runs on one BLAS thread: inside the bureau's process OpenBLAS's second thread
+    contends with the encoder's and the store's, and a draw took ~97 ms instead of ~9 ms (the
+    sealed leak lab draws one per new scope, ~1,550 of them: issue 31 §4). One thread also
+    makes the draw the same whatever the machine's core count."""
     seed = hashlib.sha256(b"bureau-seal-rotation\x1f" + scope_key).digest()
     rng = np.random.default_rng(int.from_bytes(seed, "big"))
-    q, r = np.linalg.qr(rng.standard_normal((dims, dims)))
+    with _DRAWING, _blas().limit(limits=1, user_api="blas"):
+        q, r = np.linalg.qr(rng.standard_normal((dims, dims)))
     q *= np.sign(np.diag(r))
     q.setflags(write=False)
     return q
