@@ -83,3 +83,26 @@ def test_a_search_of_empty_scopes_returns_nothing_without_parsing_the_statement(
     assert full[BOARD] == [] and full["informant"]  # the NULL row is never a card
     assert all(c.id and c.owner == "informant" for c in full["informant"])
     assert parsed == []
+
+
+def test_the_query_literal_names_every_float32_exactly():
+    """The search statement's literal must give seekdb the very float32 values PowerMem's own
+    literal gives (the test above compares scores on real seekdb); here the round trip itself,
+    parsed as float32 directly and as a double then rounded, over random unit vectors and the
+    float32 extremes (subnormals, the largest, signed zero)."""
+    import numpy as np
+
+    from bureau.storage.scope_search import vector_literal
+
+    rng = np.random.default_rng(31)
+    vectors = [v / np.linalg.norm(v) for v in rng.standard_normal((200, 384))]
+    info = np.finfo(np.float32)
+    edges = np.array([0.0, -0.0, info.tiny, info.smallest_subnormal, -info.smallest_subnormal,
+                      info.max, -info.max, info.eps, 1 - info.epsneg, 1 / 3], dtype=np.float32)
+    vectors.append(np.resize(edges, 384))
+    for v in vectors:
+        want = np.asarray(v).astype(np.float32)
+        text = vector_literal(v)[1:-1].split(",")
+        assert np.array_equal(np.array(text, dtype=np.float32), want)
+        assert np.array_equal(np.array([float(t) for t in text]).astype(np.float32), want)
+        assert np.array_equal(np.signbit(np.array(text, dtype=np.float32)), np.signbit(want))

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from functools import lru_cache
 from typing import Any
 
 from ..embedding import Encoder
@@ -523,5 +524,24 @@ def replace_rows(conn: Any, vector_store: Any, records: list[dict[str, Any]]) ->
     nothing)."""
     from pyobvector.schema import ReplaceStmt
 
-    conn.execute(ReplaceStmt(vector_store.table).values(records))
+    field = vector_store.vector_field
+    vector = _quick_vector()
+    rows = [{**r, field: vector(r[field])} if r.get(field) is not None else r for r in records]
+    conn.execute(ReplaceStmt(vector_store.table).values(rows))
+
+
+@lru_cache(maxsize=1)
+def _quick_vector() -> type:
+    """pyobvector's ``Vector`` writing its literal as :func:`.scope_search.vector_literal` does:
+    the same float32 values, at ~0.1 ms a vector instead of ~0.3 ms (``str`` of each big-endian
+    float32; issue 31 §4)."""
+    from pyobvector.util.vector import Vector
+
+    from .scope_search import vector_literal
+
+    class QuickVector(Vector):
+        def to_text(self) -> str:
+            return vector_literal(self._value)
+
+    return QuickVector
 
