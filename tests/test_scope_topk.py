@@ -92,7 +92,7 @@ def test_the_query_literal_names_every_float32_exactly():
     float32 extremes (subnormals, the largest, signed zero)."""
     import numpy as np
 
-    from bureau.storage.scope_search import vector_literal
+    from bureau.storage.rows import vector_literal
 
     rng = np.random.default_rng(31)
     vectors = [v / np.linalg.norm(v) for v in rng.standard_normal((200, 384))]

@@ -38,22 +38,9 @@ import numpy as np
 
 from ..errors import BoundaryViolation
 from ..model import CaseSpace, MemoryCard
-from .rows import check_row, ids_of, sql_name
+from .rows import check_row, ids_of, sql_name, vector_literal
 from .scope_index import ScopeIndex, ScopeMatrix, parse_vectors
 from .setup import LOCK, scope_index, sql_engine, versions_table
-
-
-def vector_literal(vector: np.ndarray) -> str:
-    """The vector literal of the float32 values PowerMem stores and searches with, so distances
-    are identical to PowerMem's own search.
-
-    Nine significant digits name every float32 exactly (parsed as float or as double and then
-    rounded, the nearest float32 is the original), and ``format`` writes a Python float ~2x faster
-    than ``str`` of a numpy float32 (its shortest-digits search): ~0.08 against ~0.17 ms for
-    384 numbers, once per scope per search (issue 31 §4). ``tests/test_scope_search.py``
-    checks the parse round trip."""
-    values = np.asarray(vector, dtype=np.float64).astype(np.float32).tolist()
-    return "[" + ",".join(map("{:.9g}".format, values)) + "]"
 
 
 class ScopeSearch:

@@ -532,12 +532,12 @@ def replace_rows(conn: Any, vector_store: Any, records: list[dict[str, Any]]) ->
 
 @lru_cache(maxsize=1)
 def _quick_vector() -> type:
-    """pyobvector's ``Vector`` writing its literal as :func:`.scope_search.vector_literal` does:
+    """pyobvector's ``Vector`` writing its literal as :func:`.rows.vector_literal` does:
     the same float32 values, at ~0.1 ms a vector instead of ~0.3 ms (``str`` of each big-endian
     float32; issue 31 §4)."""
     from pyobvector.util.vector import Vector
 
-    from .scope_search import vector_literal
+    from .rows import vector_literal
 
     class QuickVector(Vector):
         def to_text(self) -> str:
