@@ -549,4 +549,3 @@ def _jitter_rng() -> np.random.Generator:
     if rng is None:
         rng = _JITTER.rng = np.random.default_rng()
     return rng
-

@@ -66,7 +66,7 @@ def vector_literal(vector: np.ndarray) -> str:
     than ``str`` of a numpy float32 (its shortest-digits search): ~0.08 against ~0.17 ms for
     384 numbers, once per scope per search (issue 31 §4). ``tests/test_scope_topk.py``
     checks the parse round trip."""
-    values = np.asarray(vector, dtype=np.float64).astype(np.float32).tolist()
+    values = np.asarray(vector, dtype=np.float32).tolist()
     return "[" + ",".join(map("{:.9g}".format, values)) + "]"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from ..embedding import Encoder
 from ..errors import ConfigurationError, StoreAlreadyOpenError
 from ..settings import Settings
+from .rows import vector_literal
 
 log = logging.getLogger(__name__)
 
@@ -536,8 +537,6 @@ def _quick_vector() -> type:
     the same float32 values, at ~0.1 ms a vector instead of ~0.3 ms (``str`` of each big-endian
     float32; issue 31 §4)."""
     from pyobvector.util.vector import Vector
-
-    from .rows import vector_literal
 
     class QuickVector(Vector):
         def to_text(self) -> str:
