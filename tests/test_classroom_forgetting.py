@@ -40,7 +40,7 @@ def _secrets(keys: Path) -> list[bytes]:
     out = []
     for path in keys.glob("*/*.key"):
         key, wrapped, _ = parse_scope_file(path.read_bytes())
-        out.append(key.hex().encode())
+        out.append(key.key.hex().encode())
         out += [w.encode() for w in wrapped.values()]
     return out
 

@@ -22,7 +22,7 @@ from bureau.model import BOARD
 from bureau.sealing import KeyStore
 from bureau.sealing.cipher import row_ad, seal, unseal
 from bureau.sealing.keys import _name, parse_scope_file
-from bureau.sealing.rotation import rotate, rotation
+from bureau.sealing.rotation import DRAWS, rotate, rotation
 from bureau.service.faults import FORGET_POINTS
 from bureau.storage.gateway import MemoryGateway
 
@@ -58,6 +58,43 @@ def test_the_rotation_keeps_every_cosine_and_hides_the_vector():
     own = np.sum(turned * v, axis=1)  # each stored vector against its own text's embedding
     assert np.abs(own).max() < 0.3  # random directions in 384 dims: |cos| ~ 0.05
     assert not np.allclose(rotate(b"j" * 32, v), turned)
+
+
+def _haar_misfit(draw, n=6, draws=6000, seed=11):
+    """How far a construction's small rotations are from Haar's: the largest z-score among
+    moments Haar fixes (E q_ij = 0, E q_ij^2 = 1/n, E tr = 0, E tr^2 = 1, E tr^4 = 3, P(det>0)
+    = 1/2: Diaconis & Shahshahani), each against its own sampling error."""
+    rng = np.random.default_rng(seed)
+    qs = np.array([draw(rng, n) for _ in range(draws)])
+    tr = np.trace(qs, axis1=1, axis2=2)
+    samples = [qs[:, 0, 0], qs[:, n - 1, n - 1], qs[:, 0, n - 1] ** 2 - 1 / n,
+               qs[:, n - 1, 0] ** 2 - 1 / n, tr, tr ** 2 - 1, tr ** 4 - 3,
+               (np.linalg.det(qs) > 0) - 0.5]
+    # (a moment that never varies, as the unsigned QR's determinant, scores as huge)
+    return max(abs(x.mean()) / max(x.std() / np.sqrt(draws), 1e-12) for x in samples)
+
+
+def test_every_rotation_draw_is_haar_and_a_biased_one_is_caught():
+    """Both draws (the QR of a Gaussian, and its reflections drawn directly: 2.4x cheaper) give
+    rotations distributed as Haar's; the same moments catch constructions that are not (the QR
+    without its sign fix, and a Gaussian matrix made orthogonal by its polar part is Haar too,
+    so the naive baseline is the QR of a *uniform* matrix)."""
+    for make in DRAWS.values():
+        assert _haar_misfit(make) < 4.5
+    def unsigned(rng, n):
+        return np.linalg.qr(rng.standard_normal((n, n)))[0]
+    def uniform(rng, n):
+        q, r = np.linalg.qr(rng.uniform(0, 1, (n, n)))
+        return q * np.sign(np.diag(r))
+    assert _haar_misfit(unsigned) > 8 and _haar_misfit(uniform) > 8
+    for draw in DRAWS:  # and at the store's size: orthogonal, fixed by the key, key-dependent
+        q = rotation(b"k" * 32, 384, draw)
+        assert np.allclose(q @ q.T, np.eye(384), atol=1e-9)
+        assert q is rotation(b"k" * 32, 384, draw)
+        assert not np.allclose(q, rotation(b"j" * 32, 384, draw))
+    assert np.abs(rotation(b"k" * 32, 384, 1) - rotation(b"k" * 32, 384, 2)).max() > 0.1
+    with pytest.raises(ValueError, match="unknown rotation draw"):
+        rotation(b"k" * 32, 384, 99)
 
 
 def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
@@ -181,6 +218,55 @@ def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
             assert np.abs(cos).max() < 0.35  # no guess among the texts matches
         for row in _raw(gw, b.space, {c.id for c in made[b.id]}):
             assert (clear @ _vector(row[vs.vector_field])).max() > 0.99  # unsealed: it does
+    finally:
+        bureau.delete_case(a.id)
+        bureau.delete_case(b.id)
+
+
+def test_a_scope_made_before_draws_were_named_keeps_its_rotation(bureau, monkeypatch):
+    """A data directory from before the rotation draw was named in key files: its scopes keep
+    draw 1 through new cards, a forget's rewrite and a reopen, and new scopes get draw 2; every
+    search stays card-for-card the unsealed one (a scope turned by one draw and queried with the
+    other would rank noise)."""
+    import bureau.sealing.keys as keys_module
+
+    gw = bureau.gateway
+    plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
+    a, b = bureau.load_scenario("safe-combination"), bureau.load_scenario("safe-combination")
+    store = gw.sealer.keys
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(keys_module, "CURRENT_DRAW", 1)
+            old = gw.add_many(a.space, "x1", [(t, {}) for t in TEXTS[:4]])
+        gw.add_many(a.space, "x1", [(t, {}) for t in TEXTS[4:6]])  # appended to a draw-1 file
+        gw.add_many(a.space, "x2", [(t, {}) for t in TEXTS[3:]])  # a new scope: draw 2
+        plain.add_many(b.space, "x1", [(t, {}) for t in TEXTS[:6]])
+        plain.add_many(b.space, "x2", [(t, {}) for t in TEXTS[3:]])
+        heads = {o: json.loads(store.scope_path(a.space.store_id, o).read_bytes().split(b"\n")[0])
+                 for o in ("x1", "x2")}
+        assert "rotation" not in heads["x1"] and heads["x2"]["rotation"] == 2
+        assert [KeyStore(store.root).scope_key(a.space.store_id, o).draw
+                for o in ("x1", "x2")] == [1, 2]  # as another process reads them
+        assert gw.delete(a.space, "x1", old[0].id)  # its scope's file rewritten without it
+        b_all = plain.search_scope(b.space, "x1", gw.embed_query(TEXTS[0])[0], 9)[0]
+        assert plain.delete(b.space, "x1", next(c.id for c in b_all if c.content == TEXTS[0]))
+        assert "rotation" not in json.loads(
+            store.scope_path(a.space.store_id, "x1").read_bytes().split(b"\n")[0])
+        turned = {o: store.scope_key(a.space.store_id, o) for o in ("x1", "x2")}
+        clear = gw.encoder.embed(TEXTS)
+        vs = gw.memory.storage.vector_store
+        for row in _raw(gw, a.space, {c.id for c in old[1:]}):  # really turned by draw 1
+            v = _vector(row[vs.vector_field])
+            assert (clear @ rotation(turned["x1"].key, 384, 1).T @ v).max() > 0.99
+            assert (clear @ rotation(turned["x1"].key, 384, 2).T @ v).max() < 0.35
+        for q in QUESTIONS:
+            vec, _ = gw.embed_query(q)
+            sa, _ = gw.search_scopes(a.space, ["x1", "x2", BOARD], vec, 3)
+            sb, _ = plain.search_scopes(b.space, ["x1", "x2", BOARD], vec, 3)
+            for owner in ("x1", "x2"):
+                assert [c.content for c in sa[owner]] == [c.content for c in sb[owner]]
+                assert np.allclose([c.score for c in sa[owner]], [c.score for c in sb[owner]],
+                                   atol=2e-6)
     finally:
         bureau.delete_case(a.id)
         bureau.delete_case(b.id)

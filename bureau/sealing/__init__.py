@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from .cipher import PREFIX, is_sealed, row_ad, seal, unseal
-from .keys import KeyStore
+from .keys import KeyStore, ScopeKey
 from .rotation import rotate
 
-__all__ = ["PREFIX", "SEALED_META", "KeyStore", "Sealer", "is_sealed"]
+__all__ = ["PREFIX", "SEALED_META", "KeyStore", "ScopeKey", "Sealer", "is_sealed"]
 
 SEALED_META = ("abstraction", "content_hash")
 """Metadata that carries (or fingerprints) card text: sealed with the card, in ``sealed``.
@@ -40,7 +40,7 @@ class Sealer:
         self.keys = KeyStore(root)
 
     def seal(self, namespace: str, scope: str, entries: Sequence[tuple[str, str, dict[str, Any]]]
-             ) -> tuple[bytes, list[tuple[str, dict[str, Any]]]]:
+             ) -> tuple[ScopeKey, list[tuple[str, dict[str, Any]]]]:
         """``(card id, text, metadata)`` of new cards -> the scope key and, per card, its sealed
         text and metadata. The keys are durable before this returns."""
         scope_key, dks = self.keys.new_cards(namespace, scope, [e[0] for e in entries])
@@ -55,13 +55,13 @@ class Sealer:
             out.append((seal(dk, text, row_ad(namespace, scope, cid, "content")), clear))
         return scope_key, out
 
-    def rotate(self, scope_key: bytes, vectors: np.ndarray) -> np.ndarray:
-        return rotate(scope_key, vectors)
+    def rotate(self, scope_key: ScopeKey, vectors: np.ndarray) -> np.ndarray:
+        return rotate(scope_key.key, vectors, scope_key.draw)
 
     def query(self, namespace: str, scope: str, vector: np.ndarray) -> np.ndarray:
         """A query vector as this scope's stored vectors are turned (as is: no sealed card)."""
         key = self.keys.scope_key(namespace, scope)
-        return vector if key is None else rotate(key, vector[None, :])[0]
+        return vector if key is None else rotate(key.key, vector[None, :], key.draw)[0]
 
     def open_rows(self, namespace: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows the store returned, opened in place; a sealed row whose key is gone (a

@@ -6,8 +6,8 @@ Layout (``Settings.seal_keys_path``, a folder ``seal.keys`` beside the audit key
     seal.keys/.lock                    writers take it (flock) across processes
     seal.keys/<ns>/<scope>.key         one (case namespace, role/board/...) scope
 
-A scope file holds the scope key (32 random bytes; it also draws the scope's vector rotation)
-and, per card, that card's data key *wrapped* by the scope key (AES-GCM, bound to the card id):
+A scope file holds the scope key (32 random bytes; it also draws the scope's vector rotation,
+by the draw the file names: :mod:`.rotation`) and, per card, that card's data key *wrapped* by the scope key (AES-GCM, bound to the card id):
 a first line (JSON: the key and the cards when the file was last written whole) and, after it,
 one line per batch of cards added since (``{"cards": {...}}``), each appended and fsynced before
 any row of those cards is written. Appending is what keeps a write's cost flat: rewriting the
@@ -49,6 +49,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..errors import SealKeysLostError
 from .cipher import KEY_BYTES
+from .rotation import CURRENT_DRAW
 
 MANIFEST = "MANIFEST"
 _MANIFEST_TEXT = "bureau seal key store v1: one folder per case namespace, one file per scope\n"
@@ -62,14 +63,27 @@ def _wrap_ad(card_id: str) -> bytes:
     return b"bureau-seal-wrap\x1f" + card_id.encode("utf-8")
 
 
-def parse_scope_file(body: bytes) -> tuple[bytes, dict[str, str], int]:
-    """A scope file's key, its wrapped card keys (first line and appended lines merged) and
+@dataclass(frozen=True)
+class ScopeKey:
+    """A scope's key and the draw its rotation is made by (:data:`.rotation.DRAWS`): a scope
+    keeps the draw it was made with, since its stored vectors were turned by it."""
+
+    key: bytes
+    draw: int = 1
+
+    def __repr__(self) -> str:  # never the key itself in a log or a traceback
+        return f"ScopeKey(draw={self.draw})"
+
+
+def parse_scope_file(body: bytes) -> tuple[ScopeKey, dict[str, str], int]:
+    """A scope file's key (with its rotation's draw: 1 when the file names none, as files
+    written before draws were named), its wrapped card keys (first line and appended lines merged) and
     how many appended lines it has. ``ValueError``/``KeyError``/``TypeError`` when its first
     line is not a key file's; an appended line that does not parse is one a crash cut short
     (skipped: see the module's docstring)."""
     lines = body.split(b"\n")
     head = json.loads(lines[0])
-    key = bytes.fromhex(head["scope_key"])
+    key = ScopeKey(bytes.fromhex(head["scope_key"]), int(head.get("rotation", 1)))
     wrapped = dict(head["cards"])
     tail = 0
     for line in lines[1:]:
@@ -84,7 +98,7 @@ def parse_scope_file(body: bytes) -> tuple[bytes, dict[str, str], int]:
 @dataclass
 class _Scope:
     sig: tuple[int, int, int]
-    key: bytes
+    key: ScopeKey
     wrapped: dict[str, str]
     opened: dict[str, bytes] = field(default_factory=dict)
     tail: int = 0
@@ -126,7 +140,7 @@ class KeyStore:
             "every sealed card it kept the key of cannot be read, by anyone.")
 
     # -- reading -----------------------------------------------------------------------------
-    def scope_key(self, namespace: str, scope: str) -> bytes | None:
+    def scope_key(self, namespace: str, scope: str) -> ScopeKey | None:
         """The scope's key, or ``None`` when the scope has none (never sealed, or forgotten)."""
         found = self._load(namespace, scope)
         return None if found is None else found.key
@@ -141,7 +155,7 @@ class KeyStore:
         for cid in card_ids:
             key = found.opened.get(cid)
             if key is None and cid in found.wrapped:
-                aead = aead or AESGCM(found.key)
+                aead = aead or AESGCM(found.key.key)
                 raw = base64.b64decode(found.wrapped[cid])
                 try:
                     key = aead.decrypt(raw[:12], raw[12:], _wrap_ad(cid))
@@ -175,7 +189,7 @@ class KeyStore:
                 return None
             except (ValueError, KeyError, TypeError, AttributeError):
                 raise self.lost(f"{path} is not a key file") from None
-            if len(key) != KEY_BYTES:
+            if len(key.key) != KEY_BYTES:
                 raise self.lost(f"{path} holds a short scope key")
             found = _Scope(sig, key, wrapped, tail=tail, head=len(wrapped))
             self._cache[(namespace, scope)] = found
@@ -183,13 +197,15 @@ class KeyStore:
 
     # -- writing -----------------------------------------------------------------------------
     def new_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> tuple[
-            bytes, dict[str, bytes]]:
-        """Fresh data keys for new cards (and the scope key, made now if the scope has none);
+            ScopeKey, dict[str, bytes]]:
+        """Fresh data keys for new cards (and the scope key, made now if the scope has none,
+        with the current rotation draw);
         durable (fsynced) before this returns, so no card is ever stored without its key."""
         ids = list(card_ids)
         with self._writing(namespace, scope) as found:
-            key = found.key if found is not None else secrets.token_bytes(KEY_BYTES)
-            aead = AESGCM(key)
+            key = (found.key if found is not None
+                   else ScopeKey(secrets.token_bytes(KEY_BYTES), CURRENT_DRAW))
+            aead = AESGCM(key.key)
             fresh: dict[str, bytes] = {}
             added: dict[str, str] = {}
             for cid in ids:
@@ -335,13 +351,16 @@ class KeyStore:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
 
-    def _write_scope(self, namespace: str, scope: str, key: bytes, wrapped: dict[str, str]) -> None:
+    def _write_scope(self, namespace: str, scope: str, key: ScopeKey,
+                     wrapped: dict[str, str]) -> None:
         path = self.scope_path(namespace, scope)
         if not path.parent.is_dir():
             path.parent.mkdir(mode=0o700, exist_ok=True)
             self._fsync_dir(self.root)
-        body = json.dumps({"v": 1, "scope_key": key.hex(), "cards": wrapped},
-                          separators=(",", ":")).encode("ascii")
+        head: dict[str, object] = {"v": 1, "scope_key": key.key.hex()}
+        if key.draw != 1:  # a draw-1 file stays as it was written before draws were named
+            head["rotation"] = key.draw
+        body = json.dumps({**head, "cards": wrapped}, separators=(",", ":")).encode("ascii")
         self._atomic_write(path, body + b"\n")
 
     def _append_scope(self, namespace: str, scope: str, added: dict[str, str]) -> None:

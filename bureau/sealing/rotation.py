@@ -11,15 +11,31 @@ against any guess (checked by the forgetting lab's dictionary attack).
 What it does not hide: the geometry *within* one scope (the cosines between its own vectors are
 kept, that is the point), so someone who knows many of a scope's texts and sees its vectors could
 try to align the two; and whoever holds the key store holds ``Q``.
+
+Two ways of drawing ``Q`` from a key, both Haar-distributed (uniform over all rotations and
+reflections), named in the scope's key file so a scope keeps the draw its vectors were turned
+with (:data:`DRAWS`):
+
+* ``1`` (``qr``): the QR factorisation of a Gaussian matrix, signs fixed so the draw is unique
+  (~11 ms at 384 dimensions: the QR's own Householder factorisation and then forming ``Q``);
+* ``2`` (``householder``, every new scope): the same reflections drawn directly. Householder QR
+  of a Gaussian matrix meets, at step ``k``, a column that is again a fresh Gaussian vector in
+  ``n - k + 1`` dimensions (the Gaussian is rotation-invariant), so drawing those vectors
+  straight from the key gives the same distribution without factorising anything (Stewart 1980;
+  Mezzadri 2007); LAPACK's ``dorgqr`` forms ``Q`` from them. ~4.6 ms a draw: the sealed leak lab
+  draws one per written scope, ~2,000, and the draw was most of what sealing cost it (issue 31
+  §4). ``tests/test_sealing.py`` checks its moments against Haar's and against draw 1.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
+from scipy.linalg import lapack
 from threadpoolctl import ThreadpoolController
 
 _DRAWING = threading.Lock()
@@ -32,32 +48,65 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-@lru_cache(maxsize=256)
-def rotation(scope_key: bytes, dims: int) -> np.ndarray:
-    """The ``dims`` x ``dims`` orthogonal matrix of one scope key (Haar-distributed: QR of a
-    Gaussian matrix drawn from the key, signs fixed so the draw is unique).
+def _by_qr(rng: np.random.Generator, dims: int) -> np.ndarray:
+    q, r = np.linalg.qr(rng.standard_normal((dims, dims)))
+    q *= np.sign(np.diag(r))
+    return q
 
-    The QR runs on one BLAS thread: inside the bureau's process OpenBLAS's second thread
-    contends with the encoder's and the store's, and a draw took ~97 ms instead of ~9 ms (the
-    sealed leak lab draws one per new scope, ~1,550 of them: issue 31 §4). One thread also
-    makes the draw the same whatever the machine's core count."""
+
+def _by_householder(rng: np.random.Generator, dims: int) -> np.ndarray:
+    # Column k holds x_k ~ N(0, I) in rows k..n-1: the vector step k of a Householder QR meets.
+    a = np.zeros((dims, dims), order="F")
+    cols, rows = np.triu_indices(dims)  # (column, row >= column) pairs, column by column
+    a[rows, cols] = rng.standard_normal(len(rows))
+    alpha = a.diagonal().copy()
+    # The reflection taking x_k to beta_k e_1 (LAPACK's dlarfg, vectorised over k): v_k is x_k
+    # scaled so its first entry is 1 (dorgqr reads only below the diagonal), tau_k = 2/|v_k|^2.
+    beta = -np.copysign(np.sqrt(np.einsum("ij,ij->j", a, a)), alpha)
+    tau = (beta - alpha) / beta
+    a /= alpha - beta
+    q, _, info = lapack.dorgqr(a, tau)
+    if info != 0:  # pragma: no cover - LAPACK refuses only malformed arguments
+        raise RuntimeError(f"dorgqr failed (info={info})")
+    q *= np.sign(beta)  # R's diagonal made positive: the draw is unique, as with draw 1
+    return q
+
+
+DRAWS: dict[int, Callable[[np.random.Generator, int], np.ndarray]] = {
+    1: _by_qr, 2: _by_householder}
+"""Draw number (as a scope's key file names it) -> how its rotation is drawn."""
+CURRENT_DRAW = 2
+"""The draw of every new scope; a key file that names none is from before draws were named
+(draw 1)."""
+
+
+@lru_cache(maxsize=256)
+def rotation(scope_key: bytes, dims: int, draw: int = CURRENT_DRAW) -> np.ndarray:
+    """The ``dims`` x ``dims`` orthogonal matrix of one scope key (Haar-distributed; ``draw``:
+    which construction, see the module's docstring).
+
+    The draw runs on one BLAS thread: inside the bureau's process OpenBLAS's second thread
+    contends with the encoder's and the store's, and a QR took ~97 ms instead of ~9 ms. One
+    thread also makes the draw the same whatever the machine's core count."""
+    make = DRAWS.get(draw)
+    if make is None:
+        raise ValueError(f"unknown rotation draw {draw!r} (known: {sorted(DRAWS)})")
     seed = hashlib.sha256(b"bureau-seal-rotation\x1f" + scope_key).digest()
     rng = np.random.default_rng(int.from_bytes(seed, "big"))
     with _DRAWING, _blas().limit(limits=1, user_api="blas"):
-        q, r = np.linalg.qr(rng.standard_normal((dims, dims)))
-    q *= np.sign(np.diag(r))
+        q = make(rng, dims)
     q.setflags(write=False)
     return q
 
 
 @lru_cache(maxsize=256)
-def _rotation32(scope_key: bytes, dims: int) -> np.ndarray:
-    q = rotation(scope_key, dims).astype(np.float32)
+def _rotation32(scope_key: bytes, dims: int, draw: int) -> np.ndarray:
+    q = rotation(scope_key, dims, draw).astype(np.float32)
     q.setflags(write=False)
     return q
 
 
-def rotate(scope_key: bytes, vectors: np.ndarray) -> np.ndarray:
+def rotate(scope_key: bytes, vectors: np.ndarray, draw: int = CURRENT_DRAW) -> np.ndarray:
     """Rows of ``vectors`` turned by the scope's rotation (float32, as the store keeps them)."""
     if len(vectors) <= 8:
         # A query (or a card or two): einsum's own loop over the float32 matrix, ~0.04 ms
@@ -66,6 +115,6 @@ def rotate(scope_key: bytes, vectors: np.ndarray) -> np.ndarray:
         # product took ~14 ms inside the bureau's process (its threads wake beside
         # onnxruntime's; measured in the interrogation profile), a sixth of an interrogation.
         v32 = np.asarray(vectors, dtype=np.float32)
-        return np.einsum("ij,kj->ki", _rotation32(scope_key, v32.shape[-1]), v32)
+        return np.einsum("ij,kj->ki", _rotation32(scope_key, v32.shape[-1], draw), v32)
     v = np.asarray(vectors, dtype=np.float64)
-    return (v @ rotation(scope_key, v.shape[-1]).T).astype(np.float32)
+    return (v @ rotation(scope_key, v.shape[-1], draw).T).astype(np.float32)

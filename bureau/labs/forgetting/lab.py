@@ -228,7 +228,7 @@ def _timed(rows: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
 def _observe(data: Path, seal: bool, plan: dict[str, list[str]], made: dict[str, Any],
              decoys: list[str], encoder: Any, rng: random.Random) -> list[dict[str, Any]]:
     """The observer: the files only, then the files with the key store."""
-    from ...sealing.keys import KeyStore
+    from ...sealing.keys import KeyStore, parse_scope_file
     from ...sealing.rotation import rotation
 
     tokens = {t.split("Reference ")[1].rstrip("."): (op, t) for op, ts in plan.items()
@@ -237,9 +237,10 @@ def _observe(data: Path, seal: bool, plan: dict[str, list[str]], made: dict[str,
     vectors = disk.find_vectors(data)
     # every key store the copy holds (a data directory's seal.keys, a learner's
     # seal.keys.learner_<name>): the observer who copied the key stores too
-    scope_keys = [bytes.fromhex(json.loads(p.read_bytes())["scope_key"])
+    scope_keys = [parse_scope_file(p.read_bytes())[0]
                   for p in data.rglob("*.key") if p.parent.parent.name.startswith("seal.keys")]
-    turned_back = [vectors] + [vectors @ rotation(k, vectors.shape[1]) for k in scope_keys]
+    turned_back = [vectors] + [vectors @ rotation(k.key, vectors.shape[1], k.draw)
+                               for k in scope_keys]
     rows = []
     for op, texts in plan.items():
         truth = encoder.embed(texts, cache=False)
