@@ -97,6 +97,43 @@ def test_every_rotation_draw_is_haar_and_a_biased_one_is_caught():
         rotation(b"k" * 32, 384, 99)
 
 
+def test_an_opened_card_is_served_again_only_while_its_key_and_row_are_the_same(
+        tmp_path, monkeypatch):
+    """The sealer keeps what it opened (the leak lab opens each card ~15 times), but a card
+    forgotten by another process (another key store on the same folder), a row altered or
+    copied by the administrator, and a forgotten scope or case are never served from it."""
+    import bureau.sealing as sealing
+
+    a, b = sealing.Sealer(tmp_path / "seal.keys"), sealing.Sealer(tmp_path / "seal.keys")
+    _, sealed = a.seal("ns", "x1", [(str(i), t, {"abstraction": f"about {i}", "topic": "t"})
+                                    for i, t in enumerate(TEXTS[:3])])
+    rows = [{"id": str(i), "agent_id": "x1", "memory": body, "metadata": dict(meta)}
+            for i, (body, meta) in enumerate(sealed)]
+    calls = []
+    real = sealing.unseal
+    monkeypatch.setattr(sealing, "unseal", lambda *x: calls.append(1) or real(*x))
+    first = a.open_rows("ns", rows)
+    assert [r["content"] for r in first] == TEXTS[:3] and len(calls) == 6  # text and metadata
+    assert first[1]["metadata"] == {"abstraction": "about 1", "topic": "t"}
+    first[1]["metadata"]["abstraction"] = "changed by a caller"
+    again = a.open_rows("ns", rows)
+    assert again == a.open_rows("ns", rows) and len(calls) == 6  # served, no AES-GCM
+    assert again[1]["metadata"]["abstraction"] == "about 1"  # a caller's change is its own
+    swapped = [{**rows[0], "memory": rows[1]["memory"]}, {**rows[2], "id": "1"}]
+    assert a.open_rows("ns", swapped) == []  # moved tokens: bound to their own rows
+    assert b.forget("ns", "x1", ["0"]) == 1  # another process destroys card 0's key
+    assert [r["id"] for r in a.open_rows("ns", rows)] == ["1", "2"]
+    assert a.forget_scope("ns", "x1") and a.open_rows("ns", rows) == []
+    assert not a._opened and not a._opened_in
+    monkeypatch.setattr(sealing, "OPENED_CAP", 2)  # bounded: the oldest go first
+    _, more = a.seal("ns2", "x1", [(str(i), t, {}) for i, t in enumerate(TEXTS[:3])])
+    a.open_rows("ns2", [{"id": str(i), "agent_id": "x1", "memory": body, "metadata": m}
+                        for i, (body, m) in enumerate(more)])
+    assert [s[2] for s in a._opened] == ["1", "2"] and a._opened_in == {"ns2": set(a._opened)}
+    a.forget_namespace("ns2")
+    assert not a._opened and not a._opened_in
+
+
 def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
     """A forgotten card's wrapped key is in no file of the key store afterwards (rewritten to a
     new file and renamed, never edited in place), and a second holder (another process) that

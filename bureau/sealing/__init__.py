@@ -16,6 +16,8 @@ model ("Sealed memory").
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,11 +35,26 @@ SEALED_META = ("abstraction", "content_hash")
 Every other label stays in clear: the store filters on them (source, topic, trust, ...)."""
 
 
+OPENED_CAP = 16_384
+"""Opened cards a :class:`Sealer` keeps (~3-5 MB of short texts): a lab or a lesson asks the
+same few cards again and again (the leak lab opens each ~15 times)."""
+
+
 class Sealer:
     """Seal and open one data directory's cards; ``keys`` is its :class:`KeyStore`."""
 
     def __init__(self, root: Path) -> None:
         self.keys = KeyStore(root)
+        self._opened: OrderedDict[tuple[str, str, str], tuple[bytes, str, Any, str, dict[
+            str, Any]]] = OrderedDict()
+        """(namespace, scope, card id) -> (data key, sealed text, sealed metadata, text,
+        metadata it hid): what opening that row gave. Opening is a pure function of the data
+        key and the two tokens, so a hit is served only when all three are the same as now;
+        the data key is looked up in the key store on every read first, so a card forgotten
+        here or in another process is never served from here (and a forget here drops it)."""
+        self._opened_in: dict[str, set[tuple[str, str, str]]] = {}
+        """namespace -> its slots in ``_opened`` (a case deleted drops its own, not a scan)."""
+        self._opened_lock = threading.Lock()
 
     def seal(self, namespace: str, scope: str, entries: Sequence[tuple[str, str, dict[str, Any]]]
              ) -> tuple[ScopeKey, list[tuple[str, dict[str, Any]]]]:
@@ -87,28 +104,79 @@ class Sealer:
             dk = keys[scope].get(cid)
             if dk is None:
                 continue  # forgotten: its key was destroyed
-            text = unseal(dk, str(body), row_ad(namespace, scope, cid, "content"))
-            if text is None:
-                continue  # bound to another row (copied or altered): not this card's text
             meta = row.get("metadata") or {}
             meta = dict(json.loads(meta) if isinstance(meta, str | bytes) else meta)
-            hidden = meta.pop("sealed", None)
-            if hidden is not None:
-                opened = unseal(dk, hidden, row_ad(namespace, scope, cid, "meta"))
-                if opened is None:
-                    continue
-                meta.update(json.loads(opened))
+            opened = self._open(namespace, scope, cid, dk, str(body), meta.pop("sealed", None))
+            if opened is None:
+                continue  # bound to another row (copied or altered): not this card's text
+            text, hidden = opened
+            meta.update(hidden)
             out.append({**row, "memory": text, "content": text, "metadata": meta})
         return out
 
+    def _open(self, namespace: str, scope: str, cid: str, dk: bytes, body: str,
+              sealed_meta: Any) -> tuple[str, dict[str, Any]] | None:
+        """One row's text and the metadata it hid, or ``None`` when either does not open."""
+        slot = (namespace, scope, cid)
+        with self._opened_lock:
+            hit = self._opened.get(slot)
+            if hit is not None and hit[0] == dk and hit[1] == body and hit[2] == sealed_meta:
+                self._opened.move_to_end(slot)
+                return hit[3], dict(hit[4])
+        text = unseal(dk, body, row_ad(namespace, scope, cid, "content"))
+        if text is None:
+            return None
+        hidden: dict[str, Any] = {}
+        if sealed_meta is not None:
+            opened = unseal(dk, sealed_meta, row_ad(namespace, scope, cid, "meta"))
+            if opened is None:
+                return None
+            hidden = json.loads(opened)
+        with self._opened_lock:
+            self._opened[slot] = (dk, body, sealed_meta, text, hidden)
+            self._opened.move_to_end(slot)
+            self._opened_in.setdefault(namespace, set()).add(slot)
+            while len(self._opened) > OPENED_CAP:
+                self._unlist(self._opened.popitem(last=False)[0])
+        return text, dict(hidden)
+
+    def _unlist(self, slot: tuple[str, str, str]) -> None:
+        slots = self._opened_in.get(slot[0])
+        if slots is not None:
+            slots.discard(slot)
+            if not slots:
+                del self._opened_in[slot[0]]
+
+    def _drop_opened(self, namespace: str, scope: str | None = None,
+                     card_ids: Sequence[str] | None = None) -> None:
+        """Called once the keys are destroyed (a read racing the forget found no key)."""
+        with self._opened_lock:
+            if card_ids is not None and scope is not None:
+                slots = [(namespace, scope, str(cid)) for cid in card_ids]
+            else:
+                slots = [s for s in self._opened_in.get(namespace, ())
+                         if scope is None or s[1] == scope]
+            for slot in slots:
+                if self._opened.pop(slot, None) is not None:
+                    self._unlist(slot)
+
     def forget(self, namespace: str, scope: str, card_ids: Sequence[str]) -> int:
-        return self.keys.forget_cards(namespace, scope, card_ids)
+        try:
+            return self.keys.forget_cards(namespace, scope, card_ids)
+        finally:
+            self._drop_opened(namespace, scope, card_ids)
 
     def forget_scope(self, namespace: str, scope: str) -> bool:
-        return self.keys.forget_scope(namespace, scope)
+        try:
+            return self.keys.forget_scope(namespace, scope)
+        finally:
+            self._drop_opened(namespace, scope)
 
     def forget_namespace(self, namespace: str) -> int:
-        return self.keys.forget_namespace(namespace)
+        try:
+            return self.keys.forget_namespace(namespace)
+        finally:
+            self._drop_opened(namespace)
 
 
 def _text(row: dict[str, Any]) -> object:
