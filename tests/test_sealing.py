@@ -99,39 +99,78 @@ def test_every_rotation_draw_is_haar_and_a_biased_one_is_caught():
 
 def test_an_opened_card_is_served_again_only_while_its_key_and_row_are_the_same(
         tmp_path, monkeypatch):
-    """The sealer keeps what it opened (the leak lab opens each card ~15 times), but a card
-    forgotten by another process (another key store on the same folder), a row altered or
-    copied by the administrator, and a forgotten scope or case are never served from it."""
+    """The sealer keeps what a search opened for the next search of the same scopes (the leak
+    lab opens each card ~15 times), but a card forgotten by another process (another key store
+    on the same folder), a row altered or copied by the administrator, and a forgotten scope
+    or case are never served from it; and a card one role's search opened is opened afresh for
+    another role (the agent timing its search learns nothing of who asked what before)."""
     import bureau.sealing as sealing
 
     a, b = sealing.Sealer(tmp_path / "seal.keys"), sealing.Sealer(tmp_path / "seal.keys")
-    _, sealed = a.seal("ns", "x1", [(str(i), t, {"abstraction": f"about {i}", "topic": "t"})
-                                    for i, t in enumerate(TEXTS[:3])])
-    rows = [{"id": str(i), "agent_id": "x1", "memory": body, "metadata": dict(meta)}
+    _, sealed = a.seal("ns", "board", [(str(i), t, {"abstraction": f"about {i}", "topic": "t"})
+                                       for i, t in enumerate(TEXTS[:3])])
+    rows = [{"id": str(i), "agent_id": "board", "memory": body, "metadata": dict(meta)}
             for i, (body, meta) in enumerate(sealed)]
     calls = []
     real = sealing.unseal
     monkeypatch.setattr(sealing, "unseal", lambda *x: calls.append(1) or real(*x))
-    first = a.open_rows("ns", rows)
+    detective, suspect = ("detective", "board"), ("suspect", "board")
+    first = a.open_rows("ns", rows, detective)
     assert [r["content"] for r in first] == TEXTS[:3] and len(calls) == 6  # text and metadata
     assert first[1]["metadata"] == {"abstraction": "about 1", "topic": "t"}
     first[1]["metadata"]["abstraction"] = "changed by a caller"
-    again = a.open_rows("ns", rows)
-    assert again == a.open_rows("ns", rows) and len(calls) == 6  # served, no AES-GCM
+    again = a.open_rows("ns", rows, detective)
+    assert again == a.open_rows("ns", rows, detective) and len(calls) == 6  # no AES-GCM
     assert again[1]["metadata"]["abstraction"] == "about 1"  # a caller's change is its own
+    assert a.open_rows("ns", rows, suspect) == again and len(calls) == 12  # its own opening
+    assert a.open_rows("ns", rows) == again and len(calls) == 18  # no reader: nothing kept
+    assert a.open_rows("ns", rows) == again and len(calls) == 24
     swapped = [{**rows[0], "memory": rows[1]["memory"]}, {**rows[2], "id": "1"}]
-    assert a.open_rows("ns", swapped) == []  # moved tokens: bound to their own rows
-    assert b.forget("ns", "x1", ["0"]) == 1  # another process destroys card 0's key
-    assert [r["id"] for r in a.open_rows("ns", rows)] == ["1", "2"]
-    assert a.forget_scope("ns", "x1") and a.open_rows("ns", rows) == []
+    assert a.open_rows("ns", swapped, detective) == []  # moved tokens: bound to their rows
+    assert b.forget("ns", "board", ["0"]) == 1  # another process destroys card 0's key
+    assert [r["id"] for r in a.open_rows("ns", rows, detective)] == ["1", "2"]
+    assert a.forget("ns", "board", ["1"]) == 1  # a forget here drops it for every reader
+    assert {s[3] for s in a._opened} == {"0", "2"}  # 0: kept here, never served again
+    assert a.forget_scope("ns", "board") and a.open_rows("ns", rows, detective) == []
     assert not a._opened and not a._opened_in
     monkeypatch.setattr(sealing, "OPENED_CAP", 2)  # bounded: the oldest go first
     _, more = a.seal("ns2", "x1", [(str(i), t, {}) for i, t in enumerate(TEXTS[:3])])
     a.open_rows("ns2", [{"id": str(i), "agent_id": "x1", "memory": body, "metadata": m}
-                        for i, (body, m) in enumerate(more)])
-    assert [s[2] for s in a._opened] == ["1", "2"] and a._opened_in == {"ns2": set(a._opened)}
+                        for i, (body, m) in enumerate(more)], ("x1",))
+    assert [s[3] for s in a._opened] == ["1", "2"] and a._opened_in == {"ns2": set(a._opened)}
     a.forget_namespace("ns2")
     assert not a._opened and not a._opened_in
+
+
+def test_a_new_scopes_rotation_is_drawn_while_its_key_is_made_durable(tmp_path, monkeypatch):
+    """The draw (CPU) runs beside the key file's write and fsync (disk), not after it, and
+    gives the scope's own rotation; a key that was never stored leaves no pending draw."""
+    import bureau.sealing as sealing
+    from bureau.sealing.keys import KeyStore as Store
+
+    sealer = sealing.Sealer(tmp_path / "seal.keys")
+    seen = []
+    real_write = Store._write_scope
+
+    def write_scope(self, namespace, scope, key, wrapped):
+        seen.append(key.key in sealer._drawing)  # the draw was begun before the write
+        return real_write(self, namespace, scope, key, wrapped)
+
+    monkeypatch.setattr(Store, "_write_scope", write_scope)
+    key, _ = sealer.seal("ns", "x1", [("1", TEXTS[0], {})], dims=384)
+    v = np.random.default_rng(3).standard_normal((12, 384))
+    assert seen == [True] and np.array_equal(sealer.rotate(key, v), rotate(key.key, v, key.draw))
+    assert not sealer._drawing
+    sealer.seal("ns", "x1", [("2", TEXTS[1], {})], dims=384)  # an existing scope: no draw
+    assert not sealer._drawing
+
+    def full(self, *a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Store, "_write_scope", full)
+    with pytest.raises(OSError):
+        sealer.seal("ns", "x2", [("3", TEXTS[2], {})], dims=384)
+    assert not sealer._drawing and sealer.keys.scope_key("ns", "x2") is None
 
 
 def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):

@@ -15,10 +15,13 @@ model ("Sealed memory").
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from .cipher import PREFIX, is_sealed, row_ad, seal, unseal
 from .keys import KeyStore, ScopeKey
-from .rotation import rotate
+from .rotation import rotate, rotation
 
 __all__ = ["PREFIX", "SEALED_META", "KeyStore", "ScopeKey", "Sealer", "is_sealed"]
 
@@ -34,6 +37,21 @@ SEALED_META = ("abstraction", "content_hash")
 """Metadata that carries (or fingerprints) card text: sealed with the card, in ``sealed``.
 Every other label stays in clear: the store filters on them (source, topic, trust, ...)."""
 
+
+_Slot = tuple[str, "tuple[str, ...] | None", str, str]
+
+_DRAWER: dict[int, ThreadPoolExecutor] = {}
+
+
+def _drawer() -> ThreadPoolExecutor:
+    """This process's thread drawing a new scope's rotation while its key file is written
+    and fsynced (:meth:`Sealer.seal`); a forked child makes its own (threads do not cross a
+    fork)."""
+    pid = os.getpid()
+    pool = _DRAWER.get(pid)
+    if pool is None:
+        pool = _DRAWER[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bureau-draw")
+    return pool
 
 OPENED_CAP = 16_384
 """Opened cards a :class:`Sealer` keeps (~3-5 MB of short texts): a lab or a lesson asks the
@@ -45,22 +63,43 @@ class Sealer:
 
     def __init__(self, root: Path) -> None:
         self.keys = KeyStore(root)
-        self._opened: OrderedDict[tuple[str, str, str], tuple[bytes, str, Any, str, dict[
-            str, Any]]] = OrderedDict()
-        """(namespace, scope, card id) -> (data key, sealed text, sealed metadata, text,
-        metadata it hid): what opening that row gave. Opening is a pure function of the data
-        key and the two tokens, so a hit is served only when all three are the same as now;
-        the data key is looked up in the key store on every read first, so a card forgotten
-        here or in another process is never served from here (and a forget here drops it)."""
-        self._opened_in: dict[str, set[tuple[str, str, str]]] = {}
+        self._opened: OrderedDict[_Slot, tuple[bytes, str, Any, str, dict[str, Any]]] = (
+            OrderedDict())
+        """(namespace, reader, scope, card id) -> (data key, sealed text, sealed metadata,
+        text, metadata it hid): what opening that row gave. Opening is a pure function of the
+        data key and the two tokens, so a hit is served only when all three are the same as
+        now; the data key is looked up in the key store on every read first, so a card
+        forgotten here or in another process is never served from here (and a forget here
+        drops it). ``reader`` is the set of scopes the search was allowed (a role's own and
+        the board): a board card another role's question brought up is not any faster for
+        this one (the threat model's timing row: no figure depends on who asked what)."""
+        self._opened_in: dict[str, set[_Slot]] = {}
         """namespace -> its slots in ``_opened`` (a case deleted drops its own, not a scan)."""
         self._opened_lock = threading.Lock()
+        self._drawing: dict[bytes, Future[Any]] = {}
+        """A new scope's rotation being drawn (by scope key), begun before its key was durable."""
 
-    def seal(self, namespace: str, scope: str, entries: Sequence[tuple[str, str, dict[str, Any]]]
-             ) -> tuple[ScopeKey, list[tuple[str, dict[str, Any]]]]:
+    def seal(self, namespace: str, scope: str, entries: Sequence[tuple[str, str, dict[str, Any]]],
+             dims: int | None = None) -> tuple[ScopeKey, list[tuple[str, dict[str, Any]]]]:
         """``(card id, text, metadata)`` of new cards -> the scope key and, per card, its sealed
-        text and metadata. The keys are durable before this returns."""
-        scope_key, dks = self.keys.new_cards(namespace, scope, [e[0] for e in entries])
+        text and metadata. The keys are durable before this returns. ``dims``: the vectors'
+        size; a new scope's rotation is then drawn on another thread while its key file is
+        written and fsynced (the CPU and the disk side by side: most of what sealing added to
+        seeding a case, one draw and one fsync per role, issue 31 §4)."""
+        made: list[bytes] = []
+
+        def predraw(key: ScopeKey) -> None:
+            if dims:
+                self._drawing[key.key] = _drawer().submit(rotation, key.key, dims, key.draw)
+                made.append(key.key)
+
+        try:
+            scope_key, dks = self.keys.new_cards(namespace, scope, [e[0] for e in entries],
+                                                 on_new_scope=predraw)
+        except BaseException:
+            for key in made:  # the key was never stored: nothing will ask for its rotation
+                self._drawing.pop(key, None)
+            raise
         out = []
         for cid, text, meta in entries:
             dk = dks[cid]
@@ -73,6 +112,10 @@ class Sealer:
         return scope_key, out
 
     def rotate(self, scope_key: ScopeKey, vectors: np.ndarray) -> np.ndarray:
+        drawing = self._drawing.pop(scope_key.key, None)
+        if drawing is not None:  # drawn (and cached) while the key was made durable; should
+            with contextlib.suppress(Exception):  # it have failed, rotate draws it again
+                drawing.result()
         return rotate(scope_key.key, vectors, scope_key.draw)
 
     def query(self, namespace: str, scope: str, vector: np.ndarray) -> np.ndarray:
@@ -80,9 +123,12 @@ class Sealer:
         key = self.keys.scope_key(namespace, scope)
         return vector if key is None else rotate(key.key, vector[None, :], key.draw)[0]
 
-    def open_rows(self, namespace: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def open_rows(self, namespace: str, rows: Sequence[dict[str, Any]],
+                  reader: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
         """The rows the store returned, opened in place; a sealed row whose key is gone (a
-        forgotten card) is left out. ``SealKeysLostError`` when the key store itself is gone."""
+        forgotten card) is left out. ``SealKeysLostError`` when the key store itself is gone.
+        ``reader``: the scopes the search may read, which keeps what it opened for the next
+        search of the same scopes (``None``: keep nothing)."""
         by_scope: dict[str, list[str]] = {}
         for row in rows:
             if is_sealed(_text(row)):
@@ -106,7 +152,8 @@ class Sealer:
                 continue  # forgotten: its key was destroyed
             meta = row.get("metadata") or {}
             meta = dict(json.loads(meta) if isinstance(meta, str | bytes) else meta)
-            opened = self._open(namespace, scope, cid, dk, str(body), meta.pop("sealed", None))
+            opened = self._open((namespace, reader, scope, cid), dk, str(body),
+                                meta.pop("sealed", None))
             if opened is None:
                 continue  # bound to another row (copied or altered): not this card's text
             text, hidden = opened
@@ -114,12 +161,13 @@ class Sealer:
             out.append({**row, "memory": text, "content": text, "metadata": meta})
         return out
 
-    def _open(self, namespace: str, scope: str, cid: str, dk: bytes, body: str,
-              sealed_meta: Any) -> tuple[str, dict[str, Any]] | None:
+    def _open(self, slot: _Slot, dk: bytes, body: str, sealed_meta: Any
+              ) -> tuple[str, dict[str, Any]] | None:
         """One row's text and the metadata it hid, or ``None`` when either does not open."""
-        slot = (namespace, scope, cid)
+        namespace, reader, scope, cid = slot
+        kept = reader is not None
         with self._opened_lock:
-            hit = self._opened.get(slot)
+            hit = self._opened.get(slot) if kept else None
             if hit is not None and hit[0] == dk and hit[1] == body and hit[2] == sealed_meta:
                 self._opened.move_to_end(slot)
                 return hit[3], dict(hit[4])
@@ -132,6 +180,8 @@ class Sealer:
             if opened is None:
                 return None
             hidden = json.loads(opened)
+        if not kept:
+            return text, hidden
         with self._opened_lock:
             self._opened[slot] = (dk, body, sealed_meta, text, hidden)
             self._opened.move_to_end(slot)
@@ -140,7 +190,7 @@ class Sealer:
                 self._unlist(self._opened.popitem(last=False)[0])
         return text, dict(hidden)
 
-    def _unlist(self, slot: tuple[str, str, str]) -> None:
+    def _unlist(self, slot: _Slot) -> None:
         slots = self._opened_in.get(slot[0])
         if slots is not None:
             slots.discard(slot)
@@ -150,12 +200,10 @@ class Sealer:
     def _drop_opened(self, namespace: str, scope: str | None = None,
                      card_ids: Sequence[str] | None = None) -> None:
         """Called once the keys are destroyed (a read racing the forget found no key)."""
+        ids = None if card_ids is None else {str(c) for c in card_ids}
         with self._opened_lock:
-            if card_ids is not None and scope is not None:
-                slots = [(namespace, scope, str(cid)) for cid in card_ids]
-            else:
-                slots = [s for s in self._opened_in.get(namespace, ())
-                         if scope is None or s[1] == scope]
+            slots = [s for s in self._opened_in.get(namespace, ())
+                     if (scope is None or s[2] == scope) and (ids is None or s[3] in ids)]
             for slot in slots:
                 if self._opened.pop(slot, None) is not None:
                     self._unlist(slot)

@@ -40,7 +40,7 @@ import secrets
 import shutil
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -196,15 +196,18 @@ class KeyStore:
             return found
 
     # -- writing -----------------------------------------------------------------------------
-    def new_cards(self, namespace: str, scope: str, card_ids: Iterable[str]) -> tuple[
+    def new_cards(self, namespace: str, scope: str, card_ids: Iterable[str],
+                  on_new_scope: Callable[[ScopeKey], None] | None = None) -> tuple[
             ScopeKey, dict[str, bytes]]:
         """Fresh data keys for new cards (and the scope key, made now if the scope has none,
-        with the current rotation draw);
+        with the current rotation draw; ``on_new_scope`` hears of it before it is written);
         durable (fsynced) before this returns, so no card is ever stored without its key."""
         ids = list(card_ids)
         with self._writing(namespace, scope) as found:
             key = (found.key if found is not None
                    else ScopeKey(secrets.token_bytes(KEY_BYTES), CURRENT_DRAW))
+            if found is None and on_new_scope is not None:
+                on_new_scope(key)
             aead = AESGCM(key.key)
             fresh: dict[str, bytes] = {}
             added: dict[str, str] = {}

@@ -30,6 +30,7 @@ with (:data:`DRAWS`):
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -41,6 +42,14 @@ from threadpoolctl import ThreadpoolController
 _DRAWING = threading.Lock()
 """One draw at a time: the BLAS thread limit is the process's, and two draws lifting and
 restoring it side by side could leave it at one thread for good."""
+
+
+def _after_fork() -> None:  # a fork during another thread's draw must not leave it held
+    global _DRAWING
+    _DRAWING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 @lru_cache(maxsize=1)

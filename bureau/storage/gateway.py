@@ -84,9 +84,12 @@ class MemoryGateway:
         # loss of the key store (``repair --adopt`` reads them).
         return self.settings.seal and owner != TOMBSTONE_OWNER
 
-    def _opened(self, uid: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Rows as the store returned them, opened; forgotten ones (key destroyed) left out."""
-        return self.sealer.open_rows(uid, rows)
+    def _opened(self, uid: str, rows: list[dict[str, Any]],
+                reader: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Rows as the store returned them, opened; forgotten ones (key destroyed) left out.
+        ``reader``: the scopes a search may read (what it opened is kept for its next search
+        of the same scopes, :meth:`.Sealer.open_rows`)."""
+        return self.sealer.open_rows(uid, rows, None if reader is None else tuple(reader))
 
     @property
     def sql_engine(self) -> Any:
@@ -344,7 +347,8 @@ class MemoryGateway:
                     query_embedding=turned.tolist(), user_id=uid, agent_id=owner, limit=limit)
 
         rows = self._retry(search, "searching")
-        rows = self._opened(uid, [_check_row(row, uid, owner, "search") for row in rows])
+        rows = self._opened(uid, [_check_row(row, uid, owner, "search") for row in rows],
+                            reader=[owner])
         ms = (time.perf_counter() - start) * 1000
         return [self._scored(row, case_id) for row in rows], ms
 

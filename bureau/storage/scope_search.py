@@ -222,7 +222,7 @@ class ScopeSearch:
         """The rows opened (forgotten ones left out), per scope, ordered by distance (then id
         for the exact order), at most ``k``."""
         out: dict[str, list[tuple[float, int, MemoryCard]]] = {o: [] for o in wanted}
-        for row in self.gw._opened(uid, checked):
+        for row in self.gw._opened(uid, checked, reader=wanted):
             out[row["agent_id"]].append((row["_dist"], int(row["id"]) if by_id else 0,
                                          self.gw._scored(row, case_id)))
         return {o: [c for _, _, c in sorted(hits, key=lambda h: (h[0], h[1]))][:k]

@@ -56,7 +56,8 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
         with gateway._writing():  # the key store is on the same disk: refuse before it
             scope_key, sealed = gateway.sealer.seal(
                 uid, owner, [(i, text, m) for i, (text, _), m in zip(ids, chunk, metas,
-                                                                       strict=True)])
+                                                                       strict=True)],
+                dims=gateway.encoder.dims)
         return now, ids, metas, scope_key, sealed
 
     # The first chunk's keys are made durable (an fsync: the thread waits on the disk) while
