@@ -29,7 +29,8 @@ import numpy as np
 
 from .cipher import PREFIX, is_sealed, row_ad, seal, unseal
 from .keys import KeyStore, ScopeKey
-from .rotation import rotate, rotation
+from .rotation import rotate
+from .rotation import rotation as _draw
 
 __all__ = ["PREFIX", "SEALED_META", "KeyStore", "ScopeKey", "Sealer", "is_sealed"]
 
@@ -90,7 +91,7 @@ class Sealer:
 
         def predraw(key: ScopeKey) -> None:
             if dims:
-                self._drawing[key.key] = _drawer().submit(rotation, key.key, dims, key.draw)
+                self._drawing[key.key] = _drawer().submit(_draw, key.key, dims, key.draw)
                 made.append(key.key)
 
         try:
