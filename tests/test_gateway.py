@@ -44,6 +44,28 @@ def test_get_and_delete_by_id_check_case_and_owner(bureau, case):
         bureau.delete_case(other.id)
 
 
+def test_a_card_read_by_id_is_the_card_powermems_get_gives(bureau, case):
+    """``get`` reads one row by primary key without its vector; the card is the one PowerMem's
+    own ``get`` (which reads and parses the vector) gives, sealed and clear, every label; and an
+    id that is not a card of that scope, or not a BIGINT at all, names nothing."""
+    from bureau.storage.gateway import MemoryGateway
+
+    gw = bureau.gateway
+    plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
+    meta = {"visibility": "private", "topic": "umbrella", "kind": "note", "abstraction": "a note",
+            "source_role": "informant", "sensitivity": "high"}
+    cards = [g.add(case.space, "suspect", f"A {how} note about the red umbrella.", meta)
+             for g, how in ((gw, "sealed"), (plain, "clear"))]
+    for card in cards:
+        via_powermem = gw._opened(case.space.store_id, [gw.memory.get(
+            int(card.id), user_id=case.space.store_id, agent_id="suspect")])[0]
+        assert gw.get(case.space, "suspect", card.id) == gw._card(via_powermem, case.id)
+        assert gw.get(case.space, "suspect", card.id) == card
+    for odd in (str(2**63), "9" * 30, "0", str(int(cards[0].id) + 1), " " + cards[0].id):
+        assert gw.get(case.space, "suspect", odd) is None
+    assert gw.get(case.space, "detective", cards[1].id) is None
+
+
 def test_listing_and_counting_stay_inside_the_case(bureau, case):
     other = bureau.load_scenario("safe-combination")
     try:

@@ -403,11 +403,14 @@ class MemoryGateway:
 
     def get(self, case: CaseSpace, owner: str, card_id: str) -> MemoryCard | None:
         case_id, uid = _ids(case)
-        if type(card_id) is not str or not card_id.isascii() or not card_id.isdigit():
-            return None  # ids are decimal integers; anything else names no card
+        if (type(card_id) is not str or not card_id.isascii() or not card_id.isdigit()
+                or int(card_id) >= 2**63):
+            return None  # ids are decimal integers of the store's BIGINT; nothing else is one
 
         def read() -> Any:
             with LOCK:
+                if self.sql_engine is not None:  # the row without its vector
+                    return self.scope_search.row(uid, owner, int(card_id))
                 return self.memory.get(int(card_id), user_id=uid, agent_id=owner)
 
         row = self._retry(read, "reading a card")

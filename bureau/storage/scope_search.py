@@ -143,6 +143,18 @@ class ScopeSearch:
         checked, _, _ = self._split(rows, uid, wanted)
         return self._cards(checked, uid, case_id, wanted, k, by_id=True), ms
 
+    def row(self, uid: str, owner: str, card_id: int) -> dict[str, Any] | None:
+        """One card's row by primary key -- text, labels, owner, time, no vector -- checked
+        against the scope asked for; ``None`` when it is not in that scope. The caller holds
+        the lock. PowerMem's own ``get`` also reads the 384-number vector and parses it
+        (~3.4 ms a card in the leak lab, whose every publish reads its source card)."""
+        text_, meta, pk, user, agent, created = (f"`{c}`" for c in self._columns())
+        part = (f"(SELECT {text_}, {meta}, {pk}, {user}, {agent}, {created}, 0 AS `_dist` FROM "
+                f"`{self._vs.collection_name}` WHERE {pk} = {int(card_id)} AND "
+                f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)})")
+        checked, _, _ = self._split(self._union([part]), uid, [owner])
+        return checked[0] if checked else None
+
     # -- the statements -------------------------------------------------------------------------
     def _part(self, uid: str, owner: str, lit: str, k: int, mode: str,
               ids: list[int] | None = None) -> str:
