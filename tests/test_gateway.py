@@ -66,6 +66,41 @@ def test_a_card_read_by_id_is_the_card_powermems_get_gives(bureau, case):
     assert gw.get(case.space, "detective", cards[1].id) is None
 
 
+def test_a_listing_is_the_one_powermems_get_all_gives(bureau, case):
+    """``list`` reads a case's rows by id without their vectors: the same cards, in the same
+    order, page by page, as PowerMem's ``get_all`` sorted by id, sealed and clear, for one
+    owner and for all; another case's cards never appear."""
+    from bureau.storage.gateway import MemoryGateway
+
+    gw = bureau.gateway
+    plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
+    other = bureau.load_scenario("safe-combination")
+    try:
+        for g, owner in ((gw, "suspect"), (plain, "suspect"), (plain, "detective")):
+            g.add_many(case.space, owner, [(f"Note {i} of {owner}.", {"topic": "t"})
+                                           for i in range(3)])
+        uid = case.space.store_id
+
+        def via_powermem(owner, page):
+            out, offset = [], 0
+            while True:
+                rows = gw.memory.get_all(user_id=uid, agent_id=owner, limit=page, offset=offset,
+                                         sort_by="id", order="asc")["results"]
+                out += [gw._card(r, case.id) for r in gw._opened(uid, rows)]
+                if len(rows) < page:
+                    return out
+                offset += page
+
+        for owner in ("suspect", "detective", None):
+            for page in (2, 500):
+                listed = gw.list(case.space, owner, page=page)
+                assert listed == via_powermem(owner, page) and listed
+                assert all(c.case_id == case.id for c in listed)
+        assert {c.id for c in gw.list(other.space)}.isdisjoint(c.id for c in gw.list(case.space))
+    finally:
+        bureau.delete_case(other.id)
+
+
 def test_listing_and_counting_stay_inside_the_case(bureau, case):
     other = bureau.load_scenario("safe-combination")
     try:

@@ -436,10 +436,13 @@ class MemoryGateway:
         offset = 0
         with LOCK:
             while True:
-                rows = self.memory.get_all(
-                    user_id=uid, agent_id=owner, filters=where or None, limit=page, offset=offset,
-                    sort_by="id", order="asc",
-                )["results"]
+                if not where and self.sql_engine is not None:  # the rows without their vectors
+                    rows = self.scope_search.page(uid, owner, page, offset)
+                else:
+                    rows = self.memory.get_all(
+                        user_id=uid, agent_id=owner, filters=where or None, limit=page,
+                        offset=offset, sort_by="id", order="asc",
+                    )["results"]
                 checked = [_check_row(row, uid, owner, "list") for row in rows]
                 out += [self._card(row, case_id) for row in self._opened(uid, checked)]
                 if len(rows) < page:
