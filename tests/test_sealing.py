@@ -5,6 +5,7 @@ the database's files (the observer of the disk), the database administrator, an 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -51,13 +52,13 @@ def test_the_rotation_keeps_every_cosine_and_hides_the_vector():
     v = rng.standard_normal((60, 384))
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     key = b"k" * 32
-    q = rotation(key, 384)
+    q = rotation(key, 384, 2)
     assert np.allclose(q @ q.T, np.eye(384), atol=1e-9)
-    turned = rotate(key, v)
+    turned = rotate(key, v, 2)
     assert np.abs(turned @ turned.T - v @ v.T).max() < 1e-5
     own = np.sum(turned * v, axis=1)  # each stored vector against its own text's embedding
     assert np.abs(own).max() < 0.3  # random directions in 384 dims: |cos| ~ 0.05
-    assert not np.allclose(rotate(b"j" * 32, v), turned)
+    assert not np.allclose(rotate(b"j" * 32, v, 2), turned)
 
 
 def _haar_misfit(draw, n=6, draws=6000, seed=11):
@@ -225,6 +226,26 @@ def test_a_new_card_appends_its_key_and_a_torn_append_loses_no_other_card(tmp_pa
         "ns", "s", ["1", "3", "4", *(f"m{i}" for i in range(70))])) == 73
 
 
+@pytest.mark.parametrize("draw", [99, "2", True, None, 0])
+def test_a_key_file_naming_an_unknown_rotation_draw_is_a_lost_key_file(tmp_path, draw):
+    """A damaged or foreign ``"rotation"`` field (a draw this bureau does not have, or the right
+    number as a string or a boolean) is refused when the file is read, as a typed error naming
+    the file; not a bare error at the next search, and never a query turned by a guessed draw."""
+    store = KeyStore(tmp_path / "seal.keys")
+    store.new_cards("ns", "s", ["1"])
+    path = store.scope_path("ns", "s")
+    lines = path.read_bytes().split(b"\n")
+    head = json.loads(lines[0])
+    assert head["rotation"] == 2 and KeyStore(store.root).scope_key("ns", "s").draw == 2
+    head["rotation"] = draw
+    path.write_bytes(b"\n".join([json.dumps(head).encode(), *lines[1:]]))
+    for reader in (store, KeyStore(store.root)):  # the holder that wrote it, and a fresh one
+        with pytest.raises(SealKeysLostError, match=f"{path}.*not a key file"):
+            reader.scope_key("ns", "s")
+        with pytest.raises(SealKeysLostError, match="not a key file"):
+            reader.data_keys("ns", "s", ["1"])
+
+
 # -- the store ---------------------------------------------------------------------------------
 def _raw(gw, space, ids):
     """The store's own rows (every column, by name: embedded seekdb names result columns
@@ -257,27 +278,48 @@ QUESTIONS = ["Where is the shed key?", "How does the safe open?", "Who had an um
              "Which train was late?", "What was burned?"]
 
 
-def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
-    """Sealing changes no search result: the same cards, in the same order, with the same
-    cosine, through the union search and PowerMem's own; while what the database holds is
-    ciphertext and turned vectors (the administrator's dictionary attack finds nothing)."""
+@contextlib.contextmanager
+def _sealed_and_clear(bureau):
+    """The bureau's (sealed) gateway and an unsealed twin on the same store and encoder, each
+    with a fresh case of its own (deleted afterwards)."""
     gw = bureau.gateway
     plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
     a, b = bureau.load_scenario("safe-combination"), bureau.load_scenario("safe-combination")
     try:
+        yield gw, plain, a, b
+    finally:
+        bureau.delete_case(a.id)
+        bureau.delete_case(b.id)
+
+
+def _assert_same_searches(gw, plain, a, b):
+    """Every question finds the same cards, in the same order, with the same cosine, in the
+    sealed case ``a`` as in the clear case ``b``; returns each question's vector and sealed hits."""
+    found = []
+    for q in QUESTIONS:
+        vec, _ = gw.embed_query(q)
+        sa, _ = gw.search_scopes(a.space, ["x1", "x2", BOARD], vec, 3)
+        sb, _ = plain.search_scopes(b.space, ["x1", "x2", BOARD], vec, 3)
+        for owner in ("x1", "x2"):
+            assert [c.content for c in sa[owner]] == [c.content for c in sb[owner]]
+            assert np.allclose([c.score for c in sa[owner]], [c.score for c in sb[owner]],
+                               atol=2e-6)
+        found.append((vec, sa))
+    return found
+
+
+def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
+    """Sealing changes no search result: the same cards, in the same order, with the same
+    cosine, through the union search and PowerMem's own; while what the database holds is
+    ciphertext and turned vectors (the administrator's dictionary attack finds nothing)."""
+    with _sealed_and_clear(bureau) as (gw, plain, a, b):
         made = {}
         for g, c in ((gw, a), (plain, b)):
             made[c.id] = g.add_many(c.space, "x1", [(t, {"topic": "t"}) for t in TEXTS[:6]])
             made[c.id] += [g.add(c.space, "x2", t, {"abstraction": f"about {i}"})
                            for i, t in enumerate(TEXTS[3:])]
-        for q in QUESTIONS:
-            vec, _ = gw.embed_query(q)
-            sa, _ = gw.search_scopes(a.space, ["x1", "x2", BOARD], vec, 3)
-            sb, _ = plain.search_scopes(b.space, ["x1", "x2", BOARD], vec, 3)
+        for vec, sa in _assert_same_searches(gw, plain, a, b):
             for owner in ("x1", "x2"):
-                assert [c.content for c in sa[owner]] == [c.content for c in sb[owner]]
-                assert np.allclose([c.score for c in sa[owner]], [c.score for c in sb[owner]],
-                                   atol=2e-6)
                 one_a, _ = gw.search_scope(a.space, owner, vec, 3)
                 assert [c.id for c in one_a] == [c.id for c in sa[owner]]
         assert gw.get(a.space, "x2", made[a.id][-1].id).abstraction == "about 4"
@@ -294,9 +336,6 @@ def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
             assert np.abs(cos).max() < 0.35  # no guess among the texts matches
         for row in _raw(gw, b.space, {c.id for c in made[b.id]}):
             assert (clear @ _vector(row[vs.vector_field])).max() > 0.99  # unsealed: it does
-    finally:
-        bureau.delete_case(a.id)
-        bureau.delete_case(b.id)
 
 
 def test_a_scope_made_before_draws_were_named_keeps_its_rotation(bureau, monkeypatch):
@@ -306,11 +345,8 @@ def test_a_scope_made_before_draws_were_named_keeps_its_rotation(bureau, monkeyp
     other would rank noise)."""
     import bureau.sealing.keys as keys_module
 
-    gw = bureau.gateway
-    plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
-    a, b = bureau.load_scenario("safe-combination"), bureau.load_scenario("safe-combination")
-    store = gw.sealer.keys
-    try:
+    with _sealed_and_clear(bureau) as (gw, plain, a, b):
+        store = gw.sealer.keys
         with monkeypatch.context() as m:
             m.setattr(keys_module, "CURRENT_DRAW", 1)
             old = gw.add_many(a.space, "x1", [(t, {}) for t in TEXTS[:4]])
@@ -335,17 +371,7 @@ def test_a_scope_made_before_draws_were_named_keeps_its_rotation(bureau, monkeyp
             v = _vector(row[vs.vector_field])
             assert (clear @ rotation(turned["x1"].key, 384, 1).T @ v).max() > 0.99
             assert (clear @ rotation(turned["x1"].key, 384, 2).T @ v).max() < 0.35
-        for q in QUESTIONS:
-            vec, _ = gw.embed_query(q)
-            sa, _ = gw.search_scopes(a.space, ["x1", "x2", BOARD], vec, 3)
-            sb, _ = plain.search_scopes(b.space, ["x1", "x2", BOARD], vec, 3)
-            for owner in ("x1", "x2"):
-                assert [c.content for c in sa[owner]] == [c.content for c in sb[owner]]
-                assert np.allclose([c.score for c in sa[owner]], [c.score for c in sb[owner]],
-                                   atol=2e-6)
-    finally:
-        bureau.delete_case(a.id)
-        bureau.delete_case(b.id)
+        _assert_same_searches(gw, plain, a, b)
 
 
 def test_forgetting_destroys_every_copys_key_and_a_restored_backup_stays_noise(bureau, case):

@@ -54,6 +54,7 @@ def _drawer() -> ThreadPoolExecutor:
         pool = _DRAWER[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bureau-draw")
     return pool
 
+
 OPENED_CAP = 16_384
 """Opened cards a :class:`Sealer` keeps (~3-5 MB of short texts): a lab or a lesson asks the
 same few cards again and again (the leak lab opens each ~15 times)."""

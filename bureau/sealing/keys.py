@@ -7,7 +7,8 @@ Layout (``Settings.seal_keys_path``, a folder ``seal.keys`` beside the audit key
     seal.keys/<ns>/<scope>.key         one (case namespace, role/board/...) scope
 
 A scope file holds the scope key (32 random bytes; it also draws the scope's vector rotation,
-by the draw the file names: :mod:`.rotation`) and, per card, that card's data key *wrapped* by the scope key (AES-GCM, bound to the card id):
+by the draw the file names: :mod:`.rotation`) and, per card, that card's data key *wrapped* by
+the scope key (AES-GCM, bound to the card id):
 a first line (JSON: the key and the cards when the file was last written whole) and, after it,
 one line per batch of cards added since (``{"cards": {...}}``), each appended and fsynced before
 any row of those cards is written. Appending is what keeps a write's cost flat: rewriting the
@@ -49,7 +50,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..errors import SealKeysLostError
 from .cipher import KEY_BYTES
-from .rotation import CURRENT_DRAW
+from .rotation import CURRENT_DRAW, DRAWS
 
 MANIFEST = "MANIFEST"
 _MANIFEST_TEXT = "bureau seal key store v1: one folder per case namespace, one file per scope\n"
@@ -79,11 +80,15 @@ def parse_scope_file(body: bytes) -> tuple[ScopeKey, dict[str, str], int]:
     """A scope file's key (with its rotation's draw: 1 when the file names none, as files
     written before draws were named), its wrapped card keys (first line and appended lines merged) and
     how many appended lines it has. ``ValueError``/``KeyError``/``TypeError`` when its first
-    line is not a key file's; an appended line that does not parse is one a crash cut short
+    line is not a key file's (a draw this bureau does not know included: its vectors could not be
+    turned back, so the file is as good as lost); an appended line that does not parse is one a crash cut short
     (skipped: see the module's docstring)."""
     lines = body.split(b"\n")
     head = json.loads(lines[0])
-    key = ScopeKey(bytes.fromhex(head["scope_key"]), int(head.get("rotation", 1)))
+    draw = head.get("rotation", 1)
+    if type(draw) is not int or draw not in DRAWS:  # not "2", not true (bool is an int)
+        raise ValueError(f"unknown rotation draw {draw!r}")
+    key = ScopeKey(bytes.fromhex(head["scope_key"]), draw)
     wrapped = dict(head["cards"])
     tail = 0
     for line in lines[1:]:

@@ -90,7 +90,7 @@ CURRENT_DRAW = 2
 
 
 @lru_cache(maxsize=256)
-def rotation(scope_key: bytes, dims: int, draw: int = CURRENT_DRAW) -> np.ndarray:
+def rotation(scope_key: bytes, dims: int, draw: int) -> np.ndarray:
     """The ``dims`` x ``dims`` orthogonal matrix of one scope key (Haar-distributed; ``draw``:
     which construction, see the module's docstring).
 
@@ -115,8 +115,11 @@ def _rotation32(scope_key: bytes, dims: int, draw: int) -> np.ndarray:
     return q
 
 
-def rotate(scope_key: bytes, vectors: np.ndarray, draw: int = CURRENT_DRAW) -> np.ndarray:
-    """Rows of ``vectors`` turned by the scope's rotation (float32, as the store keeps them)."""
+def rotate(scope_key: bytes, vectors: np.ndarray, draw: int) -> np.ndarray:
+    """Rows of ``vectors`` turned by the scope's rotation (float32, as the store keeps them).
+
+    ``draw`` has no default on purpose: it is the scope's (its key file names it), and a caller
+    who forgot it would turn a draw-1 scope's query with another matrix and every cosine with it."""
     if len(vectors) <= 8:
         # A query (or a card or two): einsum's own loop over the float32 matrix, ~0.04 ms
         # (0.14 ms in float64, a sealed interrogation's main extra cost: issue 31 §4; a cosine
