@@ -98,6 +98,21 @@ def test_every_rotation_draw_is_haar_and_a_biased_one_is_caught():
         rotation(b"k" * 32, 384, 99)
 
 
+def test_a_draw_gives_the_same_rotation_for_good():
+    """A scope's rotation is redrawn from its key whenever the key file is read, so a draw may
+    be made faster but never different: these entries were drawn by the first version of each
+    draw (draw 2: before its fill was rewritten); stored vectors turned then must still meet
+    queries turned now."""
+    q1, q2 = rotation(b"k" * 32, 384, 1), rotation(b"k" * 32, 384, 2)
+    assert np.allclose(q1[0, :3], [-0.09618770451094116, -0.029839267506720887,
+                                   0.012190180450006428], rtol=0, atol=1e-12)
+    assert np.allclose(q2[0, :3], [-0.09836359554327223, 0.05828092893865713,
+                                   -0.043128752906544075], rtol=0, atol=1e-12)
+    assert np.allclose(q2[383, -3:], [-0.10779104071907125, -0.01587764161676177,
+                                      0.00589279527951094], rtol=0, atol=1e-12)
+    assert abs(q2[100, 200] - 0.01853549673612409) < 1e-12
+
+
 def test_an_opened_card_is_served_again_only_while_its_key_and_row_are_the_same(
         tmp_path, monkeypatch):
     """The sealer keeps what a search opened for the next search of the same scopes (the leak
