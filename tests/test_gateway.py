@@ -25,7 +25,8 @@ def test_only_the_storage_layer_imports_the_storage_sdks():
                 names = [node.module]
             if any(n.split(".")[0] in ("powermem", "pyseekdb", "pylibseekdb") for n in names):
                 importers.append(path.relative_to(PACKAGE).as_posix())
-    assert sorted(set(importers)) == ["storage/gateway.py", "storage/setup.py"]
+    assert sorted(set(importers)) == ["storage/gateway.py", "storage/setup.py",
+                                      "storage/statements.py"]
 
 
 def test_get_and_delete_by_id_check_case_and_owner(bureau, case):
@@ -64,6 +65,61 @@ def test_a_card_read_by_id_is_the_card_powermems_get_gives(bureau, case):
     for odd in (str(2**63), "9" * 30, "0", str(int(cards[0].id) + 1), " " + cards[0].id):
         assert gw.get(case.space, "suspect", odd) is None
     assert gw.get(case.space, "detective", cards[1].id) is None
+
+
+def test_a_replace_writes_the_same_rows_straight_or_through_sqlalchemy(bureau, case, monkeypatch):
+    """Embedded, a card write's ``REPLACE`` is written out here and sent straight to seekdb's
+    connection (:func:`bureau.storage.statements.replace_rows`); SQLAlchemy's compiled
+    statement, run through pyobvector and pyseekdb, must store the very same row: every column,
+    for text that needs escaping (quotes, backslashes, ``%s``, a NUL, newlines, accents) in
+    the text columns and the JSON metadata, and several rows in one statement."""
+    from functools import partial
+
+    import bureau.storage.statements as statements_module
+    from bureau.storage.setup import LOCK, new_card_ids, store_now
+    from bureau.storage.statements import replace_rows, statements
+
+    gw = bureau.gateway
+    vs = gw.memory.storage.vector_store
+    uid = case.space.store_id
+    hostile = ["it's \\'; DROP TABLE x; -- 100% %s %(id)s", "Café «Zoë» Ω\nline\ttab\x00end",
+               '{"json": "in text"} \\" \\\\']
+    vectors = gw.encoder.embed(hostile)
+    ids = new_card_ids(len(hostile))
+
+    def records():
+        now = store_now()
+        out = []
+        for i, text, vec in zip(ids, hostile, vectors, strict=True):
+            record = vs._build_record_for_insert(vec.tolist(), {
+                "data": text, "user_id": uid, "agent_id": "suspect", "run_id": "",
+                "actor_id": "", "hash": "h", "created_at": now, "updated_at": now,
+                "category": "", "fulltext_content": text,
+                "metadata": {"note": text, "n": 1.5, "ok": True, "none": None}})
+            record[vs.primary_field] = int(i)
+            out.append(record)
+        return out
+
+    cols = [c.name for c in vs.table.columns]
+    read = (f"SELECT {', '.join(f'`{c}`' for c in cols)} FROM `{vs.collection_name}` WHERE "
+            f"`{vs.primary_field}` IN ({', '.join(ids)}) ORDER BY `{vs.primary_field}`")
+    written = records()
+    stored = []
+    for through_engine in (False, True):
+        monkeypatch.setattr(statements_module, "statements",
+                            partial(statements, through_engine=through_engine))
+        with LOCK:
+            replace_rows(gw.memory, written)  # the same ids: the second replaces the first
+            with statements(gw.memory) as conn:
+                stored.append(conn.rows(read))
+    assert len(stored[0]) == len(hostile) and stored[0] == stored[1]
+    by_col = [dict(zip(cols, row, strict=True)) for row in stored[0]]
+    assert [r[vs.text_field] for r in by_col] == hostile
+    import json
+    assert [json.loads(r[vs.metadata_field])["note"] for r in by_col] == hostile
+    with LOCK, statements(gw.memory) as conn:
+        conn.run(f"DELETE FROM `{vs.collection_name}` WHERE `{vs.primary_field}` IN "
+                 f"({', '.join(ids)})")
 
 
 def test_a_listing_is_the_one_powermems_get_all_gives(bureau, case):

@@ -38,6 +38,60 @@ def test_the_xray_never_calls_a_scope_with_cards_empty(case):
                 assert scope.hits or scope.below_threshold, (role, scope.scope)
 
 
+def test_a_statement_gives_the_same_rows_straight_or_through_sqlalchemy(bureau, case):
+    """Embedded, the search and version statements go straight to seekdb's connection
+    (:mod:`bureau.storage.statements`): the same statement text must give the very rows the
+    SQLAlchemy / pyobvector / pyseekdb way gives, values and types alike -- card rows with
+    their distance, the versions, a page of vectors, an empty result, text with accents,
+    quotes and a ``%s`` -- and a search made either way is the same search."""
+    from functools import partial
+
+    import bureau.storage.scope_search as scope_search
+    from bureau.storage.statements import statements
+
+    odd = "Café «Zoë» at 5 o'clock; 100% sure; a \\ and a %s; Ω"
+    case.whisper("detective", odd)
+    gw = bureau.gateway
+    vector, _ = gw.embed_query(Q)
+    owners = ["detective", BOARD, "informant"]
+    parts = []
+    search = gw.scope_search
+    real_union = search._union
+    search._union = lambda ps: parts.append(ps) or real_union(ps)
+    try:
+        straight, _ = gw.search_scopes(case.space, owners, vector, 5)
+    finally:
+        search._union = real_union
+    vs = gw.memory.storage.vector_store
+    uid = case.space.store_id
+    table = vs.collection_name
+    cols = search._columns()
+    union = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
+             + " UNION ALL ".join([*parts[0], f"(SELECT {', '.join(['NULL'] * 7)})"]) + ") AS u")
+    sqls = [union,
+            f"SELECT `agent_id`, `version` FROM `{scope_search.versions_table(table)}` "
+            f"WHERE `user_id` = '{uid}'",
+            f"SELECT `{vs.primary_field}`, `{vs.vector_field}`, `created_at`, `metadata` "
+            f"FROM `{table}` WHERE `user_id` = '{uid}' ORDER BY `{vs.primary_field}`",
+            f"SELECT `{vs.primary_field}` FROM `{table}` WHERE `user_id` = 'no such case'",
+            "SELECT 'Café «Zoë» Ω, 100%s', 'it''s', 1.5, NULL"]  # sealed rows hold no accent
+    with statements(gw.memory) as a, statements(gw.memory, through_engine=True) as b:
+        assert type(a).__name__ == "_Embedded" and type(b).__name__ == "_Engine"
+        for sql in sqls:
+            rows_a, rows_b = a.rows(sql), b.rows(sql)
+            assert rows_a == rows_b, sql[:80]
+            assert [list(map(type, r)) for r in rows_a] == [list(map(type, r)) for r in rows_b]
+        assert len(a.rows(sqls[1])) >= 3 and a.rows(sqls[3]) == []
+        assert a.rows(sqls[4])[0][:2] == ("Café «Zoë» Ω, 100%s", "it's")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(scope_search, "statements", partial(statements, through_engine=True))
+        search.index.forget(uid)
+        engine_way, _ = gw.search_scopes(case.space, owners, vector, 5)
+    assert {o: [(c.id, c.score, c.content) for c in straight[o]] for o in owners} == \
+           {o: [(c.id, c.score, c.content) for c in engine_way[o]] for o in owners}
+    assert odd in [c.content for c in straight["detective"]]
+
+
 @pytest.mark.parametrize("limit", [1, 3, 5, 20])
 def test_one_statement_equals_powermems_search_per_scope(bureau, limit):
     cases = [bureau.load_scenario("safe-combination") for _ in range(3)]
@@ -70,8 +124,16 @@ def test_a_search_of_empty_scopes_returns_nothing_without_parsing_the_statement(
     empty list per scope, and never sends the driver down its empty-result path: there
     pyobvector parses the whole ~20 kB statement with sqlglot to name the columns (~6 ms of
     Python a search; the leak lab makes hundreds of such searches)."""
+    from functools import partial
+
     import pyobvector.client.seekdb_engine as seekdb_engine
 
+    import bureau.storage.scope_search as scope_search
+    from bureau.storage.statements import statements
+
+    # The way a statement takes through SQLAlchemy (a server store's; embedded statements go
+    # straight to seekdb's connection and never meet pyobvector's cursor at all).
+    monkeypatch.setattr(scope_search, "statements", partial(statements, through_engine=True))
     parsed = []
     monkeypatch.setattr(seekdb_engine, "_description_from_select",
                         lambda sql: parsed.append(sql) or [])
@@ -106,3 +168,6 @@ def test_the_query_literal_names_every_float32_exactly():
         assert np.array_equal(np.array(text, dtype=np.float32), want)
         assert np.array_equal(np.array([float(t) for t in text]).astype(np.float32), want)
         assert np.array_equal(np.signbit(np.array(text, dtype=np.float32)), np.signbit(want))
+        # the same text as writing each number on its own (the literal seekdb has always parsed)
+        assert vector_literal(v) == "[" + ",".join(f"{x:.9g}" for x in want.tolist()) + "]"
+    assert vector_literal(np.zeros(3)) == "[0,0,0]" and vector_literal(np.zeros(0)) == "[]"

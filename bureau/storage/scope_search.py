@@ -42,6 +42,7 @@ from ..model import CaseSpace, MemoryCard
 from .rows import check_row, ids_of, sql_name, vector_literal
 from .scope_index import ScopeIndex, ScopeMatrix, parse_vectors
 from .setup import LOCK, scope_index, sql_engine, versions_table
+from .statements import statements
 
 
 class ScopeSearch:
@@ -211,17 +212,18 @@ class ScopeSearch:
 
         Embedded seekdb's driver only reads a result whose statement starts with SELECT, and
         names its columns itself: select them again, by position, from the union. The last part
-        is one row of NULLs (dropped when parsed) so the result is never empty: on an empty
-        result pyobvector's cursor parses the whole statement with sqlglot to name its columns,
-        ~20 ms of Python for the vector literals (every search of an empty scope)."""
+        is one row of NULLs (dropped when parsed) so the result is never empty: through
+        SQLAlchemy (:func:`.statements.statements` with ``through_engine``), an empty result
+        sends pyobvector's cursor through sqlglot to name its columns, ~20 ms of Python for the
+        vector literals (every search of an empty scope)."""
         cols = self._columns()
         parts = [*parts, f"(SELECT {', '.join(['NULL'] * (len(cols) + 1))})"]
         sql = (f"SELECT {', '.join(f'u.`{c}`' for c in [*cols, '_dist'])} FROM ("
                + " UNION ALL ".join(parts) + ") AS u")
-        with sql_engine(self.gw.memory).connect() as conn:
+        with statements(self.gw.memory) as conn:
             # No bind parameters, no SQLAlchemy compilation: scanning the ~10 kB statement for
             # them cost more than seekdb's search (the names are validated literals).
-            return conn.exec_driver_sql(sql).fetchall()
+            return conn.rows(sql)
 
     @staticmethod
     def _split(rows: list[Any], uid: str, wanted: list[str] | None
@@ -266,22 +268,21 @@ class ScopeSearch:
         """Count a write to each scope in the store's versions table (after the write itself);
         returns the versions now (``read``). ``whole_space``: every scope of the namespace."""
         table = versions_table(self._vs.collection_name)
-        with sql_engine(self.gw.memory).connect() as conn:
+        with statements(self.gw.memory) as conn:
             if whole_space:
-                conn.exec_driver_sql(f"UPDATE `{table}` SET `version` = `version` + 1 "
+                conn.run(f"UPDATE `{table}` SET `version` = `version` + 1 "
                                      f"WHERE `user_id` = {sql_name(uid)}")
             for owner in owners:
-                conn.exec_driver_sql(
+                conn.run(
                     f"INSERT INTO `{table}` (`user_id`, `agent_id`, `version`) VALUES "
                     f"({sql_name(uid)}, {sql_name(owner)}, 1) "
                     "ON DUPLICATE KEY UPDATE `version` = `version` + 1")
             conn.commit()
             if not owners or not read:
                 return {}
-            rows = conn.exec_driver_sql(
+            rows = conn.rows(
                 f"SELECT `agent_id`, `version` FROM `{table}` WHERE `user_id` = "
-                f"{sql_name(uid)} AND `agent_id` IN ({', '.join(map(sql_name, owners))})"
-            ).fetchall()
+                f"{sql_name(uid)} AND `agent_id` IN ({', '.join(map(sql_name, owners))})")
         return {str(o): int(v) for o, v in rows}
 
     def _counted(self, uid: str, owners: Sequence[str], whole_space: bool, read: bool
@@ -349,11 +350,11 @@ class ScopeSearch:
     def _read_vectors(self, uid: str, owner: str, ids: Sequence[int]) -> np.ndarray:
         """These cards' vectors as the store holds them (in this order)."""
         vs = self._vs
-        with sql_engine(self.gw.memory).connect() as conn:
-            rows = conn.exec_driver_sql(
+        with statements(self.gw.memory) as conn:
+            rows = conn.rows(
                 f"SELECT `{vs.primary_field}`, `{vs.vector_field}` FROM `{vs.collection_name}` "
                 f"WHERE `user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)} AND "
-                f"`{vs.primary_field}` IN ({', '.join(str(int(i)) for i in ids)})").fetchall()
+                f"`{vs.primary_field}` IN ({', '.join(str(int(i)) for i in ids)})")
         by_id = {int(i): str(v) for i, v in rows}
         if set(by_id) != {int(i) for i in ids}:
             raise BoundaryViolation(f"{len(ids) - len(by_id)} written cards of {uid}/{owner} "
@@ -369,14 +370,13 @@ class ScopeSearch:
         table = vs.collection_name
         scope = f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)}"
         hint = f"/*+ INDEX(`{table}` `{scope_index(table)}`) */"
-        with sql_engine(self.gw.memory).connect() as conn:
-            # Every statement returns a row (an aggregate, or a NULL row after the page): an
-            # empty result sends pyobvector's cursor through sqlglot to name the columns.
-            found = conn.exec_driver_sql(
+        with statements(self.gw.memory) as conn:
+            # Every statement returns a row (an aggregate, or a NULL row after the page): through
+            # SQLAlchemy an empty result sends pyobvector's cursor through sqlglot.
+            found = conn.rows(
                 f"SELECT COALESCE(MAX(`version`), 0), COUNT(*) FROM `{versions_table(table)}` "
-                f"WHERE {scope}").fetchall()
-            count = conn.exec_driver_sql(
-                f"SELECT {hint} COUNT(*) FROM `{table}` WHERE {scope}").fetchall()
+                f"WHERE {scope}")
+            count = conn.rows(f"SELECT {hint} COUNT(*) FROM `{table}` WHERE {scope}")
             matrix = (into or self.index).new(uid, owner, int(found[0][0]), int(count[0][0]))
             try:
                 return self._fill(conn, matrix, scope, hint, page)
@@ -392,11 +392,11 @@ class ScopeSearch:
         after = None
         while True:
             more = "" if after is None else f" AND `{vs.primary_field}` > {after}"
-            rows = conn.exec_driver_sql(
+            rows = conn.rows(
                 f"SELECT u.`pk`, u.`vec` FROM ((SELECT {hint} `{vs.primary_field}` AS `pk`, "
                 f"`{vs.vector_field}` AS `vec` FROM `{table}` WHERE {scope}{more} "
                 f"ORDER BY `{vs.primary_field}` LIMIT {page}) UNION ALL "
-                "(SELECT NULL, NULL)) AS u").fetchall()
+                "(SELECT NULL, NULL)) AS u")
             rows = [r for r in rows if r[0] is not None]
             if rows:
                 matrix.append([int(r[0]) for r in rows],

@@ -18,7 +18,8 @@ from typing import Any
 from ..model import CaseSpace, MemoryCard
 from ..sealing import Sealer
 from .rows import META_KEYS, ids_of
-from .setup import LOCK, new_card_ids, replace_rows, sql_engine, store_now
+from .setup import LOCK, new_card_ids, sql_engine, store_now
+from .statements import replace_rows
 
 _SEALING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bureau-seal")
 """Makes a write's keys durable while its texts are embedded (:func:`write_sealed`)."""
@@ -86,8 +87,8 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
 
         def insert(records: list[dict[str, Any]] = records) -> None:
             # REPLACE keyed by the ids drawn above: running it again cannot add a card
-            with gateway._writing(), LOCK, vs.obvector.engine.connect() as conn, conn.begin():
-                replace_rows(conn, vs, records)
+            with gateway._writing(), LOCK:
+                replace_rows(gateway.memory, records)
 
         gateway._retry(insert, "writing cards")
         # the scope's version bumped, this process's matrix given the vectors as stored (turned)

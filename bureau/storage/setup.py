@@ -14,13 +14,11 @@ import logging
 import os
 import threading
 import time
-from functools import lru_cache
 from typing import Any
 
 from ..embedding import Encoder
 from ..errors import ConfigurationError, StoreAlreadyOpenError
 from ..settings import Settings
-from .rows import vector_literal
 
 log = logging.getLogger(__name__)
 
@@ -519,28 +517,4 @@ def store_now() -> str:
 
     return serialize_datetime(get_current_datetime())
 
-
-def replace_rows(conn: Any, vector_store: Any, records: list[dict[str, Any]]) -> None:
-    """PowerMem's own ``REPLACE`` of whole rows, keyed by their ids (running it again adds
-    nothing)."""
-    from pyobvector.schema import ReplaceStmt
-
-    field = vector_store.vector_field
-    vector = _quick_vector()
-    rows = [{**r, field: vector(r[field])} if r.get(field) is not None else r for r in records]
-    conn.execute(ReplaceStmt(vector_store.table).values(rows))
-
-
-@lru_cache(maxsize=1)
-def _quick_vector() -> type:
-    """pyobvector's ``Vector`` writing its literal as :func:`.rows.vector_literal` does:
-    the same float32 values, at ~0.1 ms a vector instead of ~0.3 ms (``str`` of each big-endian
-    float32; issue 31 §4)."""
-    from pyobvector.util.vector import Vector
-
-    class QuickVector(Vector):
-        def to_text(self) -> str:
-            return vector_literal(self._value)
-
-    return QuickVector
 
