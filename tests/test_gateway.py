@@ -25,8 +25,7 @@ def test_only_the_storage_layer_imports_the_storage_sdks():
                 names = [node.module]
             if any(n.split(".")[0] in ("powermem", "pyseekdb", "pylibseekdb") for n in names):
                 importers.append(path.relative_to(PACKAGE).as_posix())
-    assert sorted(set(importers)) == ["storage/gateway.py", "storage/setup.py",
-                                      "storage/statements.py"]
+    assert sorted(set(importers)) == ["storage/gateway.py", "storage/setup.py"]
 
 
 def test_get_and_delete_by_id_check_case_and_owner(bureau, case):
@@ -120,6 +119,29 @@ def test_a_replace_writes_the_same_rows_straight_or_through_sqlalchemy(bureau, c
     with LOCK, statements(gw.memory) as conn:
         conn.run(f"DELETE FROM `{vs.collection_name}` WHERE `{vs.primary_field}` IN "
                  f"({', '.join(ids)})")
+
+
+def test_a_replace_of_no_rows_or_of_a_number_that_is_not_finite_is_refused(bureau):
+    """The written-out ``REPLACE`` refuses what it cannot write faithfully: no rows (an empty
+    ``VALUES``), rows naming different columns, and a float that is nan or infinite (pyseekdb's
+    renderer would write a bare ``nan``); the statement it writes for a good row names it."""
+    import pytest
+
+    from bureau.storage.setup import replace_statement, sql_engine
+
+    vs = bureau.gateway.memory.storage.vector_store
+    dialect = sql_engine(bureau.gateway.memory).dialect
+    pk = vs.primary_field
+    with pytest.raises(ValueError, match="at least one row"):
+        replace_statement(vs.table, dialect, [])
+    with pytest.raises(ValueError, match="same columns"):
+        replace_statement(vs.table, dialect, [{pk: 1}, {pk: 2, vs.text_field: "x"}])
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        with pytest.raises(ValueError, match="not a finite number"):
+            replace_statement(vs.table, dialect, [{pk: 1, vs.text_field: bad}])
+    good = replace_statement(vs.table, dialect, [{pk: 7, vs.text_field: "it's"}])
+    assert good == (f"REPLACE INTO `{vs.table.name}` (`{pk}`, `{vs.text_field}`) VALUES "
+                    "(7, 'it\\'s')")
 
 
 def test_a_listing_is_the_one_powermems_get_all_gives(bureau, case):

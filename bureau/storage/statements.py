@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import Any
 
-from .rows import vector_literal
-from .setup import sql_engine
+from .setup import quick_vector, replace_statement, sql_engine
 
 
 class _Embedded:
@@ -52,23 +50,9 @@ class _Embedded:
         """Each embedded statement commits by itself (as pyobvector's connection assumes)."""
 
     def replace(self, table: Any, rows: list[dict[str, Any]]) -> None:
-        """The ``REPLACE`` SQLAlchemy would compile, with the text the SQLAlchemy/pyseekdb way
-        would send: each value through its column type's own bind processor (the vector's
-        literal, the metadata's JSON), then into the statement by pyseekdb's
-        ``render_sql_with_params`` (pymysql's escaping), as that way's last step does."""
-        from pyseekdb.client.sql_utils import render_sql_with_params
-
-        names = [c.name for c in table.columns if c.name in rows[0]]
-        if any(row.keys() != rows[0].keys() for row in rows) or len(names) != len(rows[0]):
-            raise ValueError("every row of one REPLACE names the same columns of its table")
-        process = _bind_processors(table, self._dialect)
-        params: list[Any] = []
-        for row in rows:
-            params += [row[n] if process[n] is None else process[n](row[n]) for n in names]
-        one = "(" + ", ".join(["%s"] * len(names)) + ")"
-        sql = (f"REPLACE INTO `{table.name}` ({', '.join(f'`{n}`' for n in names)}) VALUES "
-               + ", ".join([one] * len(rows)))
-        self.run(render_sql_with_params(sql, params))
+        """The ``REPLACE`` SQLAlchemy would compile, written out by
+        :func:`.setup.replace_statement` (the text the SQLAlchemy/pyseekdb way would send)."""
+        self.run(replace_statement(table, self._dialect, rows))
 
 
 class _Engine:
@@ -110,29 +94,10 @@ def replace_rows(memory: Any, records: list[dict[str, Any]]) -> None:
     nothing); the caller holds :data:`.setup.LOCK`."""
     vs = memory.storage.vector_store
     field = vs.vector_field
-    vector = _quick_vector()
+    vector = quick_vector()
     rows = [{**r, field: vector(r[field])} if r.get(field) is not None else r for r in records]
     with statements(memory) as conn:
         conn.replace(vs.table, rows)
-
-
-@lru_cache(maxsize=8)
-def _bind_processors(table: Any, dialect: Any) -> dict[str, Any]:
-    return {c.name: c.type.dialect_impl(dialect).bind_processor(dialect) for c in table.columns}
-
-
-@lru_cache(maxsize=1)
-def _quick_vector() -> type:
-    """pyobvector's ``Vector`` writing its literal as :func:`.rows.vector_literal` does:
-    the same float32 values, at ~0.1 ms a vector instead of ~0.3 ms (``str`` of each big-endian
-    float32; issue 31 §4)."""
-    from pyobvector.util.vector import Vector
-
-    class QuickVector(Vector):
-        def to_text(self) -> str:
-            return vector_literal(self._value)
-
-    return QuickVector
 
 
 __all__ = ["replace_rows", "statements"]
