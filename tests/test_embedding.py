@@ -6,6 +6,7 @@ import builtins
 import importlib.util
 import json
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -253,3 +254,24 @@ def test_given_vectors_are_seen_only_inside_their_block_and_thread():
     assert not np.array_equal(seen_elsewhere[0], fake)
     assert not np.array_equal(enc.embed(["a lab question"], cache=False)[0], fake)
     assert not enc.is_cached("a lab question")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread: Linux")
+def test_a_background_thread_steps_back_and_no_other_thread_does():
+    """``run_in_background`` lowers the calling thread's priority only: the thread that made
+    the pool, and a thread started afterwards elsewhere, keep theirs."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bureau.embedding import BACKGROUND_NICENESS, run_in_background
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    before = niceness()
+    with ThreadPoolExecutor(2, initializer=run_in_background) as pool:
+        inside = {pool.submit(niceness).result() for _ in range(4)}
+    assert inside == {min(19, before + BACKGROUND_NICENESS)}
+    assert niceness() == before
+    with ThreadPoolExecutor(1) as other:
+        assert other.submit(niceness).result() == before

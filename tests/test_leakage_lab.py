@@ -285,29 +285,59 @@ def test_agentsocialbench_mini_through_the_lab(bureau):
                                                                      "private_items"]
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 5, 10, 60, 200, 372])
-def test_pipeline_groups_ramp_up_and_taper(n):
-    """Every scenario once, in order; small groups at both ends (storage starts early and has
-    little left when the last vector arrives), none above the cap."""
-    groups = _chunks(list(range(n)))
-    assert [x for g in groups for x in g] == list(range(n))
-    sizes = [len(g) for g in groups]
-    assert all(1 <= size <= PIPELINE_CHUNK_CAP for size in sizes)
-    if n:
-        assert sizes[0] == 1 and sizes[-1] == 1
-    if n >= 4 * PIPELINE_CHUNK_CAP:
-        assert PIPELINE_CHUNK_CAP in sizes
-        assert sizes[-3:] == [4, 2, 1]
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 10, 60, 64, 65, 200, 257, 372, 1000])
+def test_pipeline_groups_are_full_and_taper_at_the_end(n):
+    """Every scenario once, in order, none above the cap; the last lab's groups halve at the
+    end (the storage has little left when its last vector arrives), and every group but those
+    and one remainder is full (well-filled, length-sorted batches: little padding)."""
+    for taper in (True, False):
+        groups = _chunks(list(range(n)), taper=taper)
+        assert [x for g in groups for x in g] == list(range(n))
+        sizes = [len(g) for g in groups]
+        assert all(1 <= size <= PIPELINE_CHUNK_CAP for size in sizes)
+        k = len(sizes)
+        if taper and n:
+            assert sizes[-1] == 1
+            k -= 1
+            while k > 0 and sizes[k - 1] == 2 * sizes[k] < 2 * PIPELINE_CHUNK_CAP:
+                k -= 1  # the halving tail: ..., 4, 2, 1, each below the cap
+            if n >= 7:
+                assert sizes[-3:] == [4, 2, 1]
+        # before it, at most one remainder (first), then full groups only
+        assert all(size == PIPELINE_CHUNK_CAP for size in sizes[1:k])
 
 
-def test_both_benchmarks_in_one_stream_give_the_figures_of_separate_runs(bureau):
+def test_both_benchmarks_in_one_stream_give_the_figures_of_separate_runs(bureau, monkeypatch):
     """run_labs embeds the next benchmark's texts while this one's storage work finishes;
-    what each benchmark measures must not change, and the windows add up to the wall time."""
+    what each benchmark measures must not change, and the windows add up to the wall time.
+    The texts are embedded on threads stepped back behind the storage work (Linux: a higher
+    nice value than the calling thread's, which keeps its own)."""
+    import os
+    import sys
+    import threading
+
     labs = [load_lab(MINI), load_lab(SOCIAL_MINI)]
     bureau.encoder.forget([x for lab in labs for x in lab_texts(lab)[0]])  # embedded anew
+    niceness = {}
+    embed = bureau.encoder.embed
+
+    def watched(*args, **kwargs):
+        tid = threading.get_native_id()
+        if sys.platform.startswith("linux"):
+            niceness[tid] = os.getpriority(os.PRIO_PROCESS, tid)
+        return embed(*args, **kwargs)
+
+    monkeypatch.setattr(bureau.encoder, "embed", watched)
+    mine = threading.get_native_id()
+    before = os.getpriority(os.PRIO_PROCESS, mine) if sys.platform.startswith("linux") else 0
     t0 = time.perf_counter()
     streamed = run_labs(bureau, labs, k=5, cleanup=True)
     wall = time.perf_counter() - t0
+    monkeypatch.undo()
+    if sys.platform.startswith("linux"):
+        lab_threads = {t: n for t, n in niceness.items() if t != mine}
+        assert lab_threads and all(n == min(19, before + 10) for n in lab_threads.values())
+        assert os.getpriority(os.PRIO_PROCESS, mine) == before
     alone = [run_lab(bureau, lab, k=5, cleanup=True) for lab in labs]
     for one, other in zip(streamed, alone, strict=True):
         pd.testing.assert_frame_equal(summarize(one), summarize(other))
