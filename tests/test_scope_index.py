@@ -222,6 +222,39 @@ def test_a_writer_in_another_process_is_seen(bureau):
         bureau.delete_case(case.id)
 
 
+def test_a_write_here_after_a_writer_elsewhere_does_not_hide_the_others_cards(bureau):
+    """This process's write counts its matrix one version on without reading the store's
+    version back. Another process writes first (its cards are not in this process's matrix),
+    then this process writes before any search: the store's version is two steps on, so the
+    very next search must see the matrix is behind and rebuild it, not trust it because this
+    process's own write was counted. Actor: an operator or agent asking after another process
+    (a classroom learner's second kernel, a worker) wrote."""
+    gw = bureau.gateway
+    case = bureau.load_scenario("safe-combination")
+    try:
+        _fill(gw, case, 60, seed=9)
+        qs = ["Who lit the cellar lamp?"]
+        _same(gw, case, qs, ks=(5,))  # matrices built
+        uid = case.space.store_id
+        before = gw.scopes.get(uid, "detective").version
+        proc = _writer(case, [], 3)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-3000:]
+        theirs = set(json.loads(out.strip().splitlines()[-1]))
+        meta = {"visibility": "private", "topic": "bench", "kind": "note"}
+        mine = gw.add_many(case.space, "detective", [("My note: the cellar lamp was lit.", meta)])
+        held = gw.scopes.get(uid, "detective")
+        assert held.version == before + 1  # counted, not read back
+        vector, _ = gw.embed_query(qs[0])
+        found, _ = gw.search_scopes(case.space, ["detective"], vector, 8)
+        assert theirs | {mine[0].id} <= {c.id for c in found["detective"]}
+        rebuilt = gw.scopes.get(uid, "detective")
+        assert rebuilt.version == before + 4 and rebuilt.n == gw.count(case.space, "detective")
+        _same(gw, case, qs)
+    finally:
+        bureau.delete_case(case.id)
+
+
 def test_matrix_candidates_hold_the_exact_top_k_and_the_bound():
     """Unit check of :class:`ScopeMatrix`: candidates include the exact top-k (float64),
     appends and drops keep ids and rows together, memory stays within the bound."""

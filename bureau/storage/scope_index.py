@@ -14,7 +14,8 @@ Staying in step, also with other processes: every gateway write to a scope bumps
 row in the store's versions table (:func:`.setup.versions_table`) after the write; the search's
 one statement reads the versions of its scopes beside the candidate rows, and a matrix whose
 version is not the store's is dropped and rebuilt (a write of this process updates its matrix
-in place when the bump shows no other writer came between).
+in place and counts it one version on; had another writer come between, the store's version is
+further on, and the next search sees it).
 
 Timing (issue 9): a scope's matrix is built on its first search and then only changed by writes
 to that scope; nothing is ever evicted to make room for another scope, so a role's search time

@@ -23,8 +23,9 @@ Staying in step, also with other processes: every gateway write to a scope -- cl
 add, delete or purge -- bumps the scope's row in the store's versions table
 (:func:`.setup.versions_table`) *after* the write (:meth:`ScopeSearch.wrote`); a search reads
 its scopes' versions in the same statement as the candidates, and a matrix whose version is not
-the store's is dropped and rebuilt. A write of this process updates its matrix in place when the
-bump shows no other writer came between; a purge drops the matrices.
+the store's is dropped and rebuilt. A write of this process updates its matrix in place and
+counts it one version on (one statement per write: had another writer come between, the store's
+version is further on and the next search rebuilds); a purge drops the matrices.
 """
 
 from __future__ import annotations
@@ -130,9 +131,9 @@ class ScopeSearch:
                     parts = [self._part(uid, o, lits[o], k, "exact" if plan[o] is None else "ids",
                                         plan[o]) for o in wanted if plan[o] != []]
                     rows = self._union([*parts, self._versions_part(uid, wanted)])
-                    _, versions, counts = self._split(rows, uid, wanted)
+                    versions, counts = self._tally(rows)
                     stale = [o for o in wanted if versions.get(o, 0) != mats[o].version
-                             or (plan[o] is not None and counts[o] != min(k, len(plan[o])))]
+                             or (plan[o] is not None and counts.get(o, 0) != min(k, len(plan[o])))]
                     if not stale:
                         return rows
                     for o in stale:
@@ -226,6 +227,20 @@ class ScopeSearch:
             return conn.rows(sql)
 
     @staticmethod
+    def _tally(rows: list[Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """The versions read and how many card rows each scope returned, as :meth:`_split`
+        counts them, without parsing or checking a row: whether the search must be asked again
+        is decided before the rows are read (each row's metadata JSON was parsed twice)."""
+        versions: dict[str, int] = {}
+        counts: dict[str, int] = {}
+        for _content, _meta, row_id, row_uid, owner, _created, dist in rows:
+            if dist is not None:
+                counts[owner] = counts.get(owner, 0) + 1
+            elif owner is not None and row_id is not None and row_uid is None:
+                versions[str(owner)] = int(row_id)
+        return versions, counts
+
+    @staticmethod
     def _split(rows: list[Any], uid: str, wanted: list[str] | None
                ) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
         """Card rows (checked against the scope asked for: ``None``, any scope of ``uid``),
@@ -263,38 +278,30 @@ class ScopeSearch:
                 for o, hits in out.items()}
 
     # -- keeping the versions and matrices in step with the store -------------------------------
-    def _bump(self, uid: str, owners: Sequence[str], whole_space: bool = False,
-              read: bool = True) -> dict[str, int]:
-        """Count a write to each scope in the store's versions table (after the write itself);
-        returns the versions now (``read``). ``whole_space``: every scope of the namespace."""
+    def _bump(self, uid: str, owners: Sequence[str], whole_space: bool = False) -> None:
+        """Count a write to each scope in the store's versions table (after the write itself).
+        ``whole_space``: every scope of the namespace."""
         table = versions_table(self._vs.collection_name)
         with statements(self.gw.memory) as conn:
             if whole_space:
                 conn.run(f"UPDATE `{table}` SET `version` = `version` + 1 "
-                                     f"WHERE `user_id` = {sql_name(uid)}")
+                         f"WHERE `user_id` = {sql_name(uid)}")
             for owner in owners:
                 conn.run(
                     f"INSERT INTO `{table}` (`user_id`, `agent_id`, `version`) VALUES "
                     f"({sql_name(uid)}, {sql_name(owner)}, 1) "
                     "ON DUPLICATE KEY UPDATE `version` = `version` + 1")
             conn.commit()
-            if not owners or not read:
-                return {}
-            rows = conn.rows(
-                f"SELECT `agent_id`, `version` FROM `{table}` WHERE `user_id` = "
-                f"{sql_name(uid)} AND `agent_id` IN ({', '.join(map(sql_name, owners))})")
-        return {str(o): int(v) for o, v in rows}
 
-    def _counted(self, uid: str, owners: Sequence[str], whole_space: bool, read: bool
-                 ) -> dict[str, int]:
+    def _counted(self, uid: str, owners: Sequence[str], whole_space: bool = False) -> None:
         """:meth:`_bump` through the gateway's disk guard and retry (a repeated bump only
         makes a matrix rebuild). If it fails, this process's matrices of those scopes go."""
-        def bump() -> dict[str, int]:
+        def bump() -> None:
             with self.gw._writing(guard=False), LOCK:
-                return self._bump(uid, owners, whole_space, read)
+                self._bump(uid, owners, whole_space)
 
         try:
-            return dict(self.gw._retry(bump, "counting a write"))
+            self.gw._retry(bump, "counting a write")
         except BaseException:
             for owner in owners:
                 self.index.forget(uid, owner)
@@ -307,25 +314,26 @@ class ScopeSearch:
               forget: bool = False) -> None:
         """After a write to one scope (``vectors``: the added cards' vectors *as stored*, i.e.
         turned when sealed; read back when not given): bump its version, and bring this
-        process's matrix along if no other writer came between (the bump went from the
-        matrix's version to the next), else drop it (rebuilt on its next search: a busy
-        writer beside another process must not rescan the scope on every write). A purge
-        (``forget``) rebuilds the now empty matrix at once, so the next role to search the
-        board does not pay for a build that would tell it no role had searched since."""
+        process's matrix along to the next version. Whether another writer came between is
+        not read back here (a second statement per write): the next search reads the scope's
+        version beside its candidates, and a matrix whose version is not the store's -- the
+        store's went further than this write's one step -- is dropped and rebuilt there,
+        before any of its candidates is used. A purge (``forget``) rebuilds the now empty
+        matrix at once, so the next role to search the board does not pay for a build that
+        would tell it no role had searched since."""
         if sql_engine(self.gw.memory) is None:
             return
         with LOCK:
             matrix = self.index.get(uid, owner)
-            version = self._counted(uid, [owner], False, matrix is not None).get(owner)
+            self._counted(uid, [owner])
             if matrix is None:
                 return
-            if forget or version != matrix.version + 1:
+            if forget:
                 self.index.forget(uid, owner)
-                if forget:
-                    try:
-                        self._build(uid, owner)
-                    except Exception:  # noqa: BLE001 - a write never fails for its cache:
-                        pass  # the half-read matrix is gone (_build); the next search builds it
+                try:
+                    self._build(uid, owner)
+                except Exception:  # noqa: BLE001 - a write never fails for its cache:
+                    pass  # the half-read matrix is gone (_build); the next search builds it
                 return
             if removed:
                 matrix.drop([int(i) for i in removed])
@@ -333,7 +341,7 @@ class ScopeSearch:
                 ids = [int(i) for i in added]
                 matrix.append(ids, vectors if vectors is not None
                               else self._read_vectors(uid, owner, ids))
-            matrix.version = version
+            matrix.version += 1
 
     def wrote_space(self, uid: str, owners: Sequence[str]) -> None:
         """After a namespace was purged: bump every scope of it, drop this process's matrices."""
@@ -341,7 +349,7 @@ class ScopeSearch:
             return
         with LOCK:
             self.index.forget(uid)
-            self._counted(uid, sorted(set(owners)), True, False)
+            self._counted(uid, sorted(set(owners)), True)
 
     def announce(self, case: CaseSpace, owner: str, added: Sequence[str] = ()) -> None:
         """Count a write made around the gateway (``raw_add``, the bench's baseline)."""
