@@ -334,3 +334,14 @@ def test_a_kernel_killed_mid_write_loses_nothing_and_takes_its_seekdb_along(tmp_
     assert out["lost"] == [], out  # and the audit trail verified (CHECK reads it verified)
     assert out["seekdb_outlived_s"] < 10, out
     print(f"\nkill -9 mid-write: {out}")
+
+
+def test_free_bytes_of_a_path_not_there_is_its_nearest_existing_parents(tmp_path):
+    """Every write asks ``free_bytes`` of a path that exists (one ``statvfs``); a path not there
+    yet, or under a file, reads its nearest existing parent, as before the quick path."""
+    (tmp_path / "file").write_text("x")
+    here = diskspace.free_bytes(tmp_path)
+    for path in (tmp_path / "not" / "yet", tmp_path / "file" / "under", tmp_path / "file"):
+        # the same file system: equal up to what other processes wrote meanwhile
+        assert abs(diskspace.free_bytes(path) - here) < 64 * 2**20
+    assert isinstance(diskspace.free_bytes(str(tmp_path / "not")), int)
