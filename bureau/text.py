@@ -1,7 +1,10 @@
 """Validation of everything a person types: whispers, questions, scenario texts and names.
 
 Checked before any write so that bad input changes nothing. Control characters are refused
-rather than stripped: silently editing what someone whispered would make the X-ray lie.
+rather than stripped: silently editing what someone whispered would make the X-ray lie. The one
+edit made is trimming blanks (spaces, NBSP, ideographic space, line breaks) at either end of a
+text: they carry no meaning for a card or a question, the card stores the trimmed text and every
+X-ray, export and event shows exactly what was stored, so nothing shown differs from what is kept.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ OPERATIONS = {
     "publish": lambda c: c.publish("informant", "1"),
     "cards": lambda c: c.cards("detective"),
     "card": lambda c: c.card("detective", "1"),
+    "agent": lambda c: c.agent("detective"),
+    "requester": lambda c: c.requester("chief"),
     "export": lambda c: c.agent("detective").export(),
     "agent-recall": lambda c: c.agent("detective").recall(Q),
     "agent-consult": lambda c: c.agent("detective").consult("informant", Q),

@@ -122,6 +122,7 @@ class Case:
         """
         principal = self.disclosure.principal(self._ctx.role(role), kind=ROLE)
         threshold = None if threshold is None else check_threshold(threshold)
+        self._ctx.space()  # a deleted case hands out no handle (UnknownCaseError), not a dead one
         return Agent(principal, self.id, reading=self.reading, writing=self.writing,
                      disclosure=self.disclosure, publishing=self.publishing, runs=self.runs,
                      task_scopes=self.task_scopes, threshold=threshold)
@@ -133,6 +134,7 @@ class Case:
         principal = self.disclosure.principal(name)
         if principal.is_role:
             return self.agent(principal.name)
+        self._ctx.space()  # as for an agent's handle
         return Requester(principal, self.id, self.disclosure)
 
     def scopes_for(self, role: str) -> list[str]:
