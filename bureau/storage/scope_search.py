@@ -106,7 +106,7 @@ class ScopeSearch:
 
         rows = self.gw._retry(run, "searching")
         ms = (time.perf_counter() - start) * 1000
-        checked, _, _ = self._split(rows, uid, wanted)
+        checked = self._split(rows, uid, wanted)
         return self._cards(checked, uid, case_id, wanted, k, by_id=mode != "approximate"), ms
 
     def _cached(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int
@@ -143,7 +143,7 @@ class ScopeSearch:
 
         rows = self.gw._retry(run, "searching")
         ms = (time.perf_counter() - start) * 1000
-        checked, _, _ = self._split(rows, uid, wanted)
+        checked = self._split(rows, uid, wanted)
         return self._cards(checked, uid, case_id, wanted, k, by_id=True), ms
 
     def row(self, uid: str, owner: str, card_id: int) -> dict[str, Any] | None:
@@ -155,7 +155,7 @@ class ScopeSearch:
         part = (f"(SELECT {text_}, {meta}, {pk}, {user}, {agent}, {created}, 0 AS `_dist` FROM "
                 f"`{self._vs.collection_name}` WHERE {pk} = {int(card_id)} AND "
                 f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)})")
-        checked, _, _ = self._split(self._union([part]), uid, [owner])
+        checked = self._split(self._union([part]), uid, [owner])
         return checked[0] if checked else None
 
     def page(self, uid: str, owner: str | None, limit: int, offset: int) -> list[dict[str, Any]]:
@@ -171,7 +171,7 @@ class ScopeSearch:
         part = (f"(SELECT /*+ INDEX(`{table}` `{scope_index(table)}`) */ {text_}, {meta}, {pk}, "
                 f"{user}, {agent}, {created}, 0 AS `_dist` FROM `{table}` WHERE {where} "
                 f"ORDER BY {pk} LIMIT {int(limit)} OFFSET {int(offset)})")
-        checked, _, _ = self._split(self._union([part]), uid, None if owner is None else [owner])
+        checked = self._split(self._union([part]), uid, None if owner is None else [owner])
         for row in checked:  # as PowerMem's listing hands them over
             if isinstance(row["created_at"], datetime):
                 row["created_at"] = row["created_at"].isoformat()
@@ -228,9 +228,9 @@ class ScopeSearch:
 
     @staticmethod
     def _tally(rows: list[Any]) -> tuple[dict[str, int], dict[str, int]]:
-        """The versions read and how many card rows each scope returned, as :meth:`_split`
-        counts them, without parsing or checking a row: whether the search must be asked again
-        is decided before the rows are read (each row's metadata JSON was parsed twice)."""
+        """The versions read and how many card rows each scope returned, without parsing or
+        checking a row: whether a cached search must be asked again is decided before its rows
+        are read (:meth:`_split`, once, on the rows kept)."""
         versions: dict[str, int] = {}
         counts: dict[str, int] = {}
         for _content, _meta, row_id, row_uid, owner, _created, dist in rows:
@@ -241,22 +241,17 @@ class ScopeSearch:
         return versions, counts
 
     @staticmethod
-    def _split(rows: list[Any], uid: str, wanted: list[str] | None
-               ) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
-        """Card rows (checked against the scope asked for: ``None``, any scope of ``uid``),
-        the versions read, and how many rows each scope returned (before any is opened)."""
+    def _split(rows: list[Any], uid: str, wanted: list[str] | None) -> list[dict[str, Any]]:
+        """The card rows, parsed and checked against the scopes asked for (``None``: any scope
+        of ``uid``); version rows and the NULL row are skipped (:meth:`_tally` counts them)."""
+        allowed = None if wanted is None else set(wanted)
         checked: list[dict[str, Any]] = []
-        versions: dict[str, int] = {}
-        counts = dict.fromkeys(wanted or (), 0)
         for content, meta, row_id, row_uid, owner, created, dist in rows:
             if dist is None:
-                if owner is not None and row_id is not None and row_uid is None:
-                    versions[str(owner)] = int(row_id)  # a version row
-                continue  # or the NULL row
-            if wanted is not None and owner not in counts:
+                continue  # a version row or the NULL row
+            if allowed is not None and owner not in allowed:
                 raise BoundaryViolation(f"A search scoped to {uid}/{wanted} returned a row of "
                                         f"{row_uid}/{owner}.")
-            counts[owner] = counts.get(owner, 0) + 1
             checked.append(check_row({
                 "id": row_id, "memory": content, "user_id": row_uid, "agent_id": owner,
                 "metadata": json.loads(meta) if isinstance(meta, str | bytes) else (meta or {}),
@@ -264,7 +259,7 @@ class ScopeSearch:
                 # PowerMem's similarity for cosine distance d, so _scored reads both paths alike
                 "score": max(0.0, 1.0 - float(dist) / 2.0), "_dist": float(dist),
             }, uid, owner, "search"))
-        return checked, versions, counts
+        return checked
 
     def _cards(self, checked: list[dict[str, Any]], uid: str, case_id: str, wanted: list[str],
                k: int, by_id: bool) -> dict[str, list[MemoryCard]]:
