@@ -54,6 +54,8 @@ from bureau.labs.leakage.runner import (
     REQUEST_COLUMNS,
     RETRIEVAL_COLUMNS,
     _chunks,
+    _scenario_texts,
+    _shares,
     lab_texts,
     leaked_contents,
     run_lab,
@@ -305,6 +307,26 @@ def test_pipeline_groups_are_full_and_taper_at_the_end(n):
                 assert sizes[-3:] == [4, 2, 1]
         # before it, at most one remainder (first), then full groups only
         assert all(size == PIPELINE_CHUNK_CAP for size in sizes[1:k])
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_group_is_dealt_to_the_workers_in_shares_of_about_equal_work(workers):
+    """Every worker embeds a share of the same group, so groups finish one after the other
+    (whole groups side by side finished in pairs and starved the storage thread): the shares
+    hold every distinct text of the group once, in about equal numbers and lengths."""
+    lab = load_lab(MINI)
+    group = list(lab.scenarios[:4])
+    distinct = set(x for s in group for x in _scenario_texts(s))
+    shares = _shares(group, workers)
+    assert len(shares) == workers
+    assert sorted(x for share in shares for x in share) == sorted(distinct)
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
+    chars = [sum(map(len, share)) for share in shares]
+    longest = max(map(len, distinct))
+    assert max(chars) - min(chars) <= longest  # dealt by length: no share takes the long ones
+    assert _shares([], workers) == []
+    assert _shares(group[:1], 10_000) and len(_shares(group[:1], 10_000)) == len(
+        set(_scenario_texts(group[0])))  # more workers than texts: one text each, none empty
 
 
 def test_both_benchmarks_in_one_stream_give_the_figures_of_separate_runs(bureau, monkeypatch):

@@ -145,6 +145,15 @@ def _chunks(
     return out
 
 
+def _shares(group: Sequence[LabScenario], n: int) -> list[list[str]]:
+    """The group's distinct texts dealt into ``n`` shares of about equal work: sorted by
+    length and dealt round robin, so each share holds texts of every length (the encoder sorts
+    each share again and pads each batch to its longest text). Empty shares are left out."""
+    todo = sorted(dict.fromkeys(x for s in group for x in _scenario_texts(s)), key=len)
+    n = max(1, n)
+    return [share for share in (todo[j::n] for j in range(n)) if share]
+
+
 Progress = Callable[[Iterable[Any], int], Iterable[Any]]
 
 
@@ -201,16 +210,21 @@ def run_labs(
     if hasattr(enc, "reserve_cache"):  # every vector must still be cached when PowerMem asks
         enc.reserve_cache(sum(len(x) for x, _ in texts) + 1024)
 
-    # Groups are embedded side by side, each on one thread with single-threaded model runs: no
-    # thread waits at a group's end for the other's last (longest) batch, and a core the store
-    # takes for a moment slows one group instead of every operator.
+    # Each group is split into one share per worker, and every worker embeds its share of the
+    # same group on one thread (single-threaded model runs): groups are done one after the
+    # other, each in about the time its share takes, so the storage thread gets an even stream.
+    # Whole groups side by side on the workers finished in pairs, each after twice that: the
+    # storage thread waited with nothing to do, then had two groups to store at once and
+    # finished alone after the last vector (issue 31 §4: ~40 s of one idle core in the full lab).
     # (An encoder with a ``workers`` attribute takes ``embed(texts, workers=...)``.)
     workers = int(getattr(enc, "workers", 1))
 
-    def embed(group: list[LabScenario]) -> dict[str, np.ndarray]:
-        todo = list(dict.fromkeys(x for s in group for x in _scenario_texts(s)))
-        vecs = enc.embed(todo, workers=1) if workers > 1 else enc.embed(todo)
-        return dict(zip(todo, vecs, strict=True))
+    def embed(share: list[str]) -> dict[str, np.ndarray]:
+        vecs = enc.embed(share, workers=1) if workers > 1 else enc.embed(share)
+        return dict(zip(share, vecs, strict=True))
+
+    def submit(pool: ThreadPoolExecutor, group: list[LabScenario]) -> list[Future[Any]]:
+        return [pool.submit(embed, share) for share in _shares(group, workers)]
 
     counters = _encoder_counters(enc)
     chunks = [_chunks(lab.scenarios, taper=i == len(sets) - 1) if pipeline
@@ -223,10 +237,10 @@ def run_labs(
     # them instead of finishing alone on one core after the last text is embedded.
     with lifted(bureau), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed",
                                             initializer=run_in_background) as pool:
-        futures = [[pool.submit(embed, group) for group in groups] for groups in chunks]
+        futures = [[submit(pool, group) for group in groups] for groups in chunks]
         try:
             if not pipeline:  # every vector first, then the storage work
-                wait([f for fs in futures for f in fs])
+                wait([f for fs in futures for group in fs for f in group])
             for lab, (lab_text, queries), groups, lab_futures in zip(
                     sets, texts, chunks, futures, strict=True):
                 result, counters = _run_one(bureau, lab, lab_text, queries, groups,
@@ -235,7 +249,7 @@ def run_labs(
                 start = time.perf_counter()
         finally:
             bureau.mediator = saved
-            for future in (f for fs in futures for f in fs):
+            for future in (f for fs in futures for group in fs for f in group):
                 future.cancel()
     return results
 
@@ -246,7 +260,7 @@ def _run_one(
     texts: list[str],
     queries: dict[tuple[str, str], str],
     chunks: list[list[LabScenario]],
-    futures: list[Future[dict[str, np.ndarray]]],
+    futures: list[list[Future[dict[str, np.ndarray]]]],
     k: int,
     progress: Progress,
     cleanup: bool,
@@ -268,9 +282,10 @@ def _run_one(
     engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
     case_ids: dict[str, str] = {}
     bar = iter(progress(lab.scenarios, len(lab.scenarios)))
-    for group, future in zip(chunks, futures, strict=True):
+    for group, shares in zip(chunks, futures, strict=True):
         t0 = time.perf_counter()
-        vec.update(future.result())
+        for future in shares:
+            vec.update(future.result())
         t.embed_wait += time.perf_counter() - t0
         for scenario in group:
             next(bar, None)
