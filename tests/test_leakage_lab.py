@@ -40,6 +40,7 @@ from bureau.labs.leakage.datasets.convert import (
 )
 from bureau.labs.leakage.datasets.labset import LabAgent, LabItem, LabScenario, LabSet
 from bureau.labs.leakage.datasets.magpie import MagpieScenario, load_magpie, subset
+from bureau.labs.leakage.pipeline import GROUP_CAP, groups, scenario_texts, shares
 from bureau.labs.leakage.policies.policies import (
     BUREAU_POLICIES,
     POLICIES,
@@ -50,12 +51,8 @@ from bureau.labs.leakage.policies.policies import (
 from bureau.labs.leakage.policies.shared_pool import pool_ranks
 from bureau.labs.leakage.report.report import SUMMARY_COLUMNS, probe_summary, relevance, summarize
 from bureau.labs.leakage.runner import (
-    PIPELINE_CHUNK_CAP,
     REQUEST_COLUMNS,
     RETRIEVAL_COLUMNS,
-    _chunks,
-    _scenario_texts,
-    _shares,
     lab_texts,
     leaked_contents,
     run_lab,
@@ -293,20 +290,20 @@ def test_pipeline_groups_are_full_and_taper_at_the_end(n):
     end (the storage has little left when its last vector arrives), and every group but those
     and one remainder is full (well-filled, length-sorted batches: little padding)."""
     for taper in (True, False):
-        groups = _chunks(list(range(n)), taper=taper)
-        assert [x for g in groups for x in g] == list(range(n))
-        sizes = [len(g) for g in groups]
-        assert all(1 <= size <= PIPELINE_CHUNK_CAP for size in sizes)
+        cut = groups(list(range(n)), taper=taper)
+        assert [x for g in cut for x in g] == list(range(n))
+        sizes = [len(g) for g in cut]
+        assert all(1 <= size <= GROUP_CAP for size in sizes)
         k = len(sizes)
         if taper and n:
             assert sizes[-1] == 1
             k -= 1
-            while k > 0 and sizes[k - 1] == 2 * sizes[k] < 2 * PIPELINE_CHUNK_CAP:
+            while k > 0 and sizes[k - 1] == 2 * sizes[k] < 2 * GROUP_CAP:
                 k -= 1  # the halving tail: ..., 4, 2, 1, each below the cap
             if n >= 7:
                 assert sizes[-3:] == [4, 2, 1]
         # before it, at most one remainder (first), then full groups only
-        assert all(size == PIPELINE_CHUNK_CAP for size in sizes[1:k])
+        assert all(size == GROUP_CAP for size in sizes[1:k])
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
@@ -316,17 +313,17 @@ def test_a_group_is_dealt_to_the_workers_in_shares_of_about_equal_work(workers):
     hold every distinct text of the group once, in about equal numbers and lengths."""
     lab = load_lab(MINI)
     group = list(lab.scenarios[:4])
-    distinct = set(x for s in group for x in _scenario_texts(s))
-    shares = _shares(group, workers)
-    assert len(shares) == workers
-    assert sorted(x for share in shares for x in share) == sorted(distinct)
-    assert max(map(len, shares)) - min(map(len, shares)) <= 1
-    chars = [sum(map(len, share)) for share in shares]
+    distinct = set(x for s in group for x in scenario_texts(s))
+    dealt = shares(group, workers)
+    assert len(dealt) == workers
+    assert sorted(x for share in dealt for x in share) == sorted(distinct)
+    assert max(map(len, dealt)) - min(map(len, dealt)) <= 1
+    chars = [sum(map(len, share)) for share in dealt]
     longest = max(map(len, distinct))
     assert max(chars) - min(chars) <= longest  # dealt by length: no share takes the long ones
-    assert _shares([], workers) == []
-    assert _shares(group[:1], 10_000) and len(_shares(group[:1], 10_000)) == len(
-        set(_scenario_texts(group[0])))  # more workers than texts: one text each, none empty
+    assert shares([], workers) == []
+    assert shares(group[:1], 10_000) and len(shares(group[:1], 10_000)) == len(
+        set(scenario_texts(group[0])))  # more workers than texts: one text each, none empty
 
 
 def test_both_benchmarks_in_one_stream_give_the_figures_of_separate_runs(bureau, monkeypatch):

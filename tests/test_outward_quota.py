@@ -16,7 +16,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from bureau.errors import ConfigurationError, QuotaExceededError, UnknownRunError
+from bureau.errors import (
+    ConfigurationError,
+    QuotaExceededError,
+    UnknownCaseError,
+    UnknownRunError,
+)
 from bureau.quotas import QuotaMeter, Quotas
 from bureau.service.read_paths import as_text
 from bureau.settings import Settings
@@ -134,6 +139,22 @@ def test_a_probing_loop_meets_the_consult_quota_and_the_refusal_changes_nothing(
         assert _state(bureau, case) == before  # nothing searched, charged, audited or told
         case.agent("detective").ask(SAFE_Q)  # another principal has its own window
         case.requester("chief").consult("informant", SAFE_Q)  # the operator is never limited
+
+
+def test_a_handle_on_a_deleted_case_hears_that_the_case_is_gone_not_about_its_quota(bureau):
+    """The order of the checks: a spent quota on a case that no longer exists is not what the
+    caller needs to hear (and waiting for the window would not help)."""
+    case = bureau.load_scenario("safe-combination", case_id="quota-then-gone")
+    suspect = case.agent("suspect")
+    with quotas(bureau, consults_per_minute=1):
+        suspect.consult("informant", SAFE_Q)
+        with pytest.raises(QuotaExceededError):
+            suspect.consult("informant", SAFE_Q)
+        bureau.delete_case(case.id)
+        with pytest.raises(UnknownCaseError):
+            suspect.consult("informant", SAFE_Q)
+        with pytest.raises(UnknownCaseError):
+            suspect.ask(SAFE_Q)
 
 
 def test_a_consult_that_releases_nothing_is_audited_and_charged(bureau, case):

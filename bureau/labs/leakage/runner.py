@@ -53,6 +53,8 @@ from bureau.labs.leakage.datasets.convert import to_lab
 from bureau.labs.leakage.datasets.labset import LabItem, LabScenario, LabSet
 from bureau.labs.leakage.datasets.magpie import MagpieDataset
 from bureau.labs.leakage.metrics.metrics import exposure_frame
+from bureau.labs.leakage.pipeline import groups as embedding_groups
+from bureau.labs.leakage.pipeline import scenario_texts, shares
 from bureau.labs.leakage.policies.measured import CATEGORY_TEXTS, content_scores
 from bureau.labs.leakage.policies.mediated import lab_mediator, run_mediated
 from bureau.labs.leakage.policies.policies import (
@@ -62,7 +64,7 @@ from bureau.labs.leakage.policies.policies import (
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
-from bureau.labs.leakage.policies.shared_pool import QUERY_SCORES, shared_pool, topk
+from bureau.labs.leakage.policies.shared_pool import shared_pool, topk
 from bureau.labs.leakage.result import DECISION_COLUMNS, PROBE_COLUMNS, LabResult, Timings
 from bureau.model import BOARD, MemoryCard
 from bureau.quotas import lifted
@@ -85,8 +87,6 @@ SCORE_COLUMNS = (
 """Query variant -> the pair column holding its cosine."""
 MAX_K = LIMIT_RANGE[1]
 """Top-k is a retrieval depth, not a dump: above this a run measures nothing a user would see."""
-PIPELINE_CHUNK_CAP = 64
-"""Scenarios per embedding group (:func:`_chunks`; the last lab's groups halve towards its end)."""
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -104,54 +104,9 @@ def lab_texts(data: LabSet | MagpieDataset) -> tuple[list[str], dict[tuple[str, 
     queries = {(s.scenario_id, a.name): a.query for s in lab.scenarios for a in s.agents}
     texts: list[str] = []
     for scenario in lab.scenarios:
-        texts += _scenario_texts(scenario)
+        texts += scenario_texts(scenario)
     texts += CATEGORY_TEXTS  # the content mediator's category descriptions, embedded once
     return list(dict.fromkeys(texts)), queries
-
-
-def _scenario_texts(scenario: LabScenario) -> list[str]:
-    texts = [i.text for i in scenario.items]
-    texts += [a.variant(v) for a in scenario.agents for v in QUERY_SCORES]
-    texts += [i.abstraction for i in scenario.items if i.abstraction]
-    return texts
-
-
-def _chunks(
-    scenarios: Sequence[LabScenario], cap: int = PIPELINE_CHUNK_CAP, taper: bool = True
-) -> list[list[LabScenario]]:
-    """Scenario groups for the embedding pipeline, in order: ``cap`` scenarios each and, when
-    ``taper`` (the last lab of a run), halving at the end: ..., 4, 2, 1.
-
-    Embedding is the lab's critical path and the storage work follows it group by group; the
-    embedding threads run behind the storage thread (:func:`~bureau.embedding.run_in_background`),
-    so while the storage thread waits for a group both cores embed, and no group need be small
-    for the storage to start early. Big groups give well-filled, length-sorted batches: padding
-    is wasted model work, over both benchmarks 3.2 % of the tokens with groups of 16 ramping up
-    from 1, 1.1 % with groups of 64 (one global sort: 0.1 %). Only the end wants small groups:
-    after the last vector, the storage work left runs alone on one core.
-    """
-    cap = max(1, cap)
-    tail: list[int] = []
-    left, size = len(scenarios), 1
-    while taper and size < cap and left > size:  # 1, 2, 4, ... below the cap, from the end
-        tail.append(size)
-        left -= size
-        size *= 2
-    head = ([left % cap] if left % cap else []) + [cap] * (left // cap)
-    out, i = [], 0
-    for n in head + tail[::-1]:
-        out.append(list(scenarios[i : i + n]))
-        i += n
-    return out
-
-
-def _shares(group: Sequence[LabScenario], n: int) -> list[list[str]]:
-    """The group's distinct texts dealt into ``n`` shares of about equal work: sorted by
-    length and dealt round robin, so each share holds texts of every length (the encoder sorts
-    each share again and pads each batch to its longest text). Empty shares are left out."""
-    todo = sorted(dict.fromkeys(x for s in group for x in _scenario_texts(s)), key=len)
-    n = max(1, n)
-    return [share for share in (todo[j::n] for j in range(n)) if share]
 
 
 Progress = Callable[[Iterable[Any], int], Iterable[Any]]
@@ -215,7 +170,7 @@ def run_labs(
     # other, each in about the time its share takes, so the storage thread gets an even stream.
     # Whole groups side by side on the workers finished in pairs, each after twice that: the
     # storage thread waited with nothing to do, then had two groups to store at once and
-    # finished alone after the last vector (issue 31 §4: ~40 s of one idle core in the full lab).
+    # finished alone after the last vector (issue 31 §4: the full lab's last ~25 s on one core).
     # (An encoder with a ``workers`` attribute takes ``embed(texts, workers=...)``.)
     workers = int(getattr(enc, "workers", 1))
 
@@ -224,10 +179,10 @@ def run_labs(
         return dict(zip(share, vecs, strict=True))
 
     def submit(pool: ThreadPoolExecutor, group: list[LabScenario]) -> list[Future[Any]]:
-        return [pool.submit(embed, share) for share in _shares(group, workers)]
+        return [pool.submit(embed, share) for share in shares(group, workers)]
 
     counters = _encoder_counters(enc)
-    chunks = [_chunks(lab.scenarios, taper=i == len(sets) - 1) if pipeline
+    chunks = [embedding_groups(lab.scenarios, taper=i == len(sets) - 1) if pipeline
               else [list(lab.scenarios)] for i, lab in enumerate(sets)]
     results: list[LabResult] = []
     # Policy e consults this mediator; b-d never consult, so it changes nothing for them.
@@ -282,9 +237,9 @@ def _run_one(
     engine = {"queries": 0, "same_topk": 0, "max_score_diff": 0.0}
     case_ids: dict[str, str] = {}
     bar = iter(progress(lab.scenarios, len(lab.scenarios)))
-    for group, shares in zip(chunks, futures, strict=True):
+    for group, dealt in zip(chunks, futures, strict=True):
         t0 = time.perf_counter()
-        for future in shares:
+        for future in dealt:
             vec.update(future.result())
         t.embed_wait += time.perf_counter() - t0
         for scenario in group:

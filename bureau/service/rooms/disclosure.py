@@ -110,6 +110,7 @@ class Disclosure:
                               recipient=recipient, task=task, purpose=purpose)
         limited = metered and who.kind != OPERATOR  # the chief is never limited
         if limited:  # refused before anything is searched, charged or written
+            self._ctx.space()  # a deleted case says so, not that a quota ran out
             quotas, meter = self._ctx.quotas(), self._ctx.meter
             meter.check(requester, "audit_entries_per_minute",
                         quotas.audit_entries_per_minute, what="audit entries")

@@ -50,8 +50,9 @@ from bureau.labs.leakage.policies.policies import (
     SHARED_POOL_WITH_OWN,
     SHARED_POOLS,
 )
+from bureau.labs.leakage.policies.shared_pool import QUERY_SCORES
 from bureau.labs.leakage.result import LabResult
-from bureau.labs.leakage.runner import QUERY_SCORES, leaked_contents
+from bureau.labs.leakage.runner import leaked_contents
 
 K_SENSITIVITY = (1, 3, 5, 10, 20)
 """Depths at which the shared pools are re-read off each pair's pool rank (plus k and 2k)."""
