@@ -193,9 +193,10 @@ def run_labs(
     with lifted(bureau), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed",
                                             initializer=run_in_background) as pool:
         futures = [[submit(pool, group) for group in groups] for groups in chunks]
+        every = [f for fs in futures for group in fs for f in group]
         try:
             if not pipeline:  # every vector first, then the storage work
-                wait([f for fs in futures for group in fs for f in group])
+                wait(every)
             for lab, (lab_text, queries), groups, lab_futures in zip(
                     sets, texts, chunks, futures, strict=True):
                 result, counters = _run_one(bureau, lab, lab_text, queries, groups,
@@ -204,7 +205,7 @@ def run_labs(
                 start = time.perf_counter()
         finally:
             bureau.mediator = saved
-            for future in (f for fs in futures for group in fs for f in group):
+            for future in every:
                 future.cancel()
     return results
 

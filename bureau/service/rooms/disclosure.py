@@ -24,7 +24,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ...agents import OPERATOR, Principal, Principals
-from ...errors import BureauError, InvalidArgumentError, UnknownCardError, UnknownGrantError
+from ...errors import (
+    BureauError,
+    InvalidArgumentError,
+    QuotaExceededError,
+    UnknownCardError,
+    UnknownGrantError,
+)
 from ...mediation import DecidingMediator, released
 from ...mediation.audit import COLUMNS as AUDIT_COLUMNS
 from ...mediation.derivation import TOMBSTONE_OWNER, Tombstone, closure, is_scope_card
@@ -110,12 +116,15 @@ class Disclosure:
                               recipient=recipient, task=task, purpose=purpose)
         limited = metered and who.kind != OPERATOR  # the chief is never limited
         if limited:  # refused before anything is searched, charged or written
-            self._ctx.space()  # a deleted case says so, not that a quota ran out
             quotas, meter = self._ctx.quotas(), self._ctx.meter
-            meter.check(requester, "audit_entries_per_minute",
-                        quotas.audit_entries_per_minute, what="audit entries")
-            meter.take(requester, "consults_per_minute", quotas.consults_per_minute,
-                       what="consults")
+            try:
+                meter.check(requester, "audit_entries_per_minute",
+                            quotas.audit_entries_per_minute, what="audit entries")
+                meter.take(requester, "consults_per_minute", quotas.consults_per_minute,
+                           what="consults")
+            except QuotaExceededError:
+                self._ctx.space()  # a deleted case says so (read only on a refusal)
+                raise
         mediator = self._ctx.mediator()
         if not isinstance(mediator, DecidingMediator) and requester == owner:
             ctx = self._ctx
