@@ -57,16 +57,18 @@ BACKGROUND_NICENESS = 10
 
 def run_in_background() -> bool:
     """Make the calling thread yield the CPU to the rest of the process (Linux: nice +10 for
-    this thread only; True when done). For a pool that embeds ahead of other work (the leak
-    lab's), so that work is not starved.
+    this thread only; True when done). For the spare thread of a pool that embeds ahead of
+    other work (the leak lab's, :func:`~bureau.labs.leakage.pipeline.one_steps_back`), so
+    that work is not starved.
 
     Why: on two cores, two embedding threads beside one storage thread get two thirds of the
     CPU by the scheduler's fair share, the storage work falls behind, and once every text is
     embedded it finishes alone on one core while the other idles (the full leak lab: ~30 s of
-    a ~250 s run, issue 31 §4). Stepped back, the embedding threads take only what the storage
-    work leaves, so both finish together. Linux keeps a nice value per thread; elsewhere
-    (macOS: the whole process) nothing is changed. A thread cannot step forward again without
-    privilege: only call this on a thread the pool will end."""
+    a ~250 s run, issue 31 §4). A stepped-back thread takes only what the others leave. But it
+    yields to every busy thread of its session or container too, not only to the process: step
+    back one spare thread, on a quiet machine, never a whole pool. Linux keeps a nice value per
+    thread; elsewhere (macOS: the whole process) nothing is changed. A thread cannot step
+    forward again without privilege: only call this on a thread the pool will end."""
     if not sys.platform.startswith("linux"):
         return False
     tid = threading.get_native_id()

@@ -175,6 +175,7 @@ def test_benchmark_section_only_when_timed(runs, bureau):
     timed = render_report([analysis], summary_dict([analysis], bench))
     assert timed.startswith(render_report([analysis], summary_dict([analysis])))
     assert f"| lab / embedding alone | 1.50× (target ≤ {TARGET_RATIO}×) |" in timed
+    assert "| machine at the start (busy cores) | -1.00: no embedding worker stepped back |" in timed
     assert f"{result.timings.cards_written:,} cards written" in timed
 
 

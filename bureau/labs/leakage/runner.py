@@ -48,13 +48,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from bureau.embedding import given_vectors, run_in_background
+from bureau.embedding import given_vectors
 from bureau.labs.leakage.datasets.convert import to_lab
 from bureau.labs.leakage.datasets.labset import LabItem, LabScenario, LabSet
 from bureau.labs.leakage.datasets.magpie import MagpieDataset
 from bureau.labs.leakage.metrics.metrics import exposure_frame
+from bureau.labs.leakage.pipeline import busy_cores, one_steps_back, scenario_texts, shares
 from bureau.labs.leakage.pipeline import groups as embedding_groups
-from bureau.labs.leakage.pipeline import scenario_texts, shares
 from bureau.labs.leakage.policies.measured import CATEGORY_TEXTS, content_scores
 from bureau.labs.leakage.policies.mediated import lab_mediator, run_mediated
 from bureau.labs.leakage.policies.policies import (
@@ -188,10 +188,12 @@ def run_labs(
     # Policy e consults this mediator; b-d never consult, so it changes nothing for them.
     saved, bureau.mediator = bureau.mediator, mediator or lab_mediator()
     # A lab asks thousands of times on purpose: the classroom quotas are lifted for the run.
-    # The embedding threads step back (run_in_background): the storage work keeps pace with
-    # them instead of finishing alone on one core after the last text is embedded.
+    # On a quiet machine one embedding thread steps back (one_steps_back): the storage work
+    # keeps pace instead of finishing alone on one core after the last text is embedded.
+    busy = busy_cores()
+    spare = one_steps_back(busy)
     with lifted(bureau), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-embed",
-                                            initializer=run_in_background) as pool:
+                                            initializer=spare) as pool:
         futures = [[submit(pool, group) for group in groups] for groups in chunks]
         every = [f for fs in futures for group in fs for f in group]
         try:
@@ -207,6 +209,9 @@ def run_labs(
             bureau.mediator = saved
             for future in every:
                 future.cancel()
+    for result in results:  # how the lab was scheduled: its figures read beside it
+        result.timings.busy_at_start = -1.0 if busy is None else busy
+        result.timings.stepped_back = int(spare is not None)
     return results
 
 

@@ -33,6 +33,10 @@ class Benchmark:
     embed_alone_tokens: int
     per_dataset: dict[str, float] = field(default_factory=dict)
     """Lab seconds of each dataset's run (their sum is ``lab_seconds``)."""
+    busy_at_start: float = -1.0
+    """Cores the machine kept busy as the lab started (-1: could not be read)."""
+    stepped_back: int = 0
+    """Embedding workers the lab stepped back (:func:`~bureau.labs.leakage.pipeline.one_steps_back`)."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -63,6 +67,8 @@ class Benchmark:
             "ratio_lab_to_embedding": self.ratio,
             "target_ratio": TARGET_RATIO,
             "lab_seconds_per_dataset": self.per_dataset,
+            "busy_at_start": self.busy_at_start,
+            "stepped_back": self.stepped_back,
         }
 
     def lines(self) -> list[str]:
@@ -76,6 +82,9 @@ class Benchmark:
             f"embedding alone        {self.embed_alone_seconds:8.1f} s  (same {self.distinct_texts:,} "
             f"texts, fresh encoder, no cache: {self.embed_alone_tokens_per_second:,.0f} tokens/s)",
             f"lab / embedding alone  {self.ratio:8.2f} x  (target <= {TARGET_RATIO} x)",
+            f"machine at the start   {self.busy_at_start:8.2f} busy cores  ("
+            + ("one embedding worker stepped back)" if self.stepped_back
+               else "busy: no embedding worker stepped back)"),
         ]
 
 
@@ -103,4 +112,6 @@ def benchmark(results: LabResult | Sequence[LabResult], encoder: Any | None = No
         embed_alone_seconds=seconds,
         embed_alone_tokens=int(getattr(encoder, "tokens_embedded", 0)),
         per_dataset={r.lab.name: r.timings.total for r in runs},
+        busy_at_start=runs[0].timings.busy_at_start if runs else -1.0,
+        stepped_back=runs[0].timings.stepped_back if runs else 0,
     )

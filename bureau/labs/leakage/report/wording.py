@@ -547,6 +547,10 @@ def benchmark_values(info: dict[str, Any]) -> dict[str, str]:
          f"({bench['embed_alone_tokens_per_second']:,.0f} tokens/s)"],
         ["lab / embedding alone", f"{bench['ratio_lab_to_embedding']:.2f}× "
          f"(target ≤ {bench['target_ratio']}×)"],
+        ["machine at the start (busy cores)",
+         f"{bench['busy_at_start']:.2f}: " + ("one embedding worker stepped back"
+                                              if bench["stepped_back"] else
+                                              "no embedding worker stepped back")],
     ]
     phases = []
     for name, d in info["datasets"].items():
