@@ -61,7 +61,7 @@ class Timings:
     mediated_requests: int = 0
     mediated_probes: int = 0
     busy_at_start: float = -1.0
-    """Cores the machine kept busy as the lab started (-1: could not be read)."""
+    """Cores other processes kept busy as the lab started (-1: could not be read)."""
     stepped_back: int = 0
     """Embedding workers stepped back behind the storage work (0 on a busy machine)."""
 

@@ -34,7 +34,7 @@ class Benchmark:
     per_dataset: dict[str, float] = field(default_factory=dict)
     """Lab seconds of each dataset's run (their sum is ``lab_seconds``)."""
     busy_at_start: float = -1.0
-    """Cores the machine kept busy as the lab started (-1: could not be read)."""
+    """Cores other processes kept busy as the lab started (-1: could not be read)."""
     stepped_back: int = 0
     """Embedding workers the lab stepped back (:func:`~bureau.labs.leakage.pipeline.one_steps_back`)."""
 
