@@ -346,3 +346,12 @@ class DiskFullError(BureauError):
 
     hint = ("Free some space on that disk and try again (or set BUREAU_DATA_DIR to a folder on "
             "a disk with room and restart the kernel).")
+
+
+class StoreTimeoutError(BureauError):
+    """The store gave up on a statement at its bound (:mod:`bureau.bounds`): something held a
+    lock it needed, or it ran too long. The message names what waited, for how long, and, when
+    the bureau could tell, what held it. Nothing of the call that raised this was written."""
+
+    hint = ("Run the cell again; if it fails the same way, restart the kernel (Kernel → Restart) "
+            "and run the lesson from the top.")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
+from .bounds import DDL_S
 from .errors import BureauError, ConfigurationError, InvalidArgumentError
 from .quotas import Quotas
 from .text import short_repr
@@ -95,6 +96,15 @@ def _positive(value: object, label: str) -> float:
     if x <= 0:
         raise ConfigurationError(f"{label} must be greater than 0, not {value!r}.")
     return x
+
+
+def _whole_seconds(value: object, label: str) -> int:
+    """A whole number of seconds from 1 to a day (seekdb reads ``_ob_ddl_timeout`` as such)."""
+    x = _real(value, label)
+    if x != int(x) or not 1 <= x <= 86400:
+        raise ConfigurationError(f"{label} must be a whole number of seconds from 1 to 86400, "
+                                 f"not {value!r}.")
+    return int(x)
 
 
 def _scope_cache(value: object, label: str) -> float:
@@ -302,6 +312,10 @@ class Settings:
     """Longest wait for embedded seekdb to answer when the store opens (``BUREAU_OPEN_TIMEOUT``);
     then it is stopped and the reason from its log raised (a failed start is reported as soon
     as seekdb logs it, about a second). A fresh store starts in 4-17 s on a busy 2-core machine."""
+    ddl_timeout_s: int = DDL_S
+    """Longest wait of a DDL statement on an embedded store (``BUREAU_DDL_TIMEOUT``, whole
+    seconds, seekdb's ``_ob_ddl_timeout``; :mod:`bureau.bounds`). A DDL runs only when a table or
+    index of the store is missing."""
     quotas: Quotas = field(default_factory=Quotas)
     """Per-principal limits (consults and audit entries per minute, scope writes, run tool
     output, inbox length): see :mod:`bureau.quotas`."""
@@ -342,6 +356,7 @@ class Settings:
             raise ConfigurationError(f"llm must be an LLMSettings or None, not {self.llm!r}.")
         _set(self, "publish_lease_s", _positive(self.publish_lease_s, "publish_lease_s"))
         _set(self, "open_timeout_s", _positive(self.open_timeout_s, "open_timeout_s"))
+        _set(self, "ddl_timeout_s", _whole_seconds(self.ddl_timeout_s, "ddl_timeout_s"))
         if self.mediation_policy is not None:
             _set(self, "mediation_policy", _policy_file(self.mediation_policy, "mediation_policy"))
         if self.audit_key is not None:
@@ -416,6 +431,9 @@ class Settings:
             env["audit_key"] = _key_file(v, "BUREAU_AUDIT_KEY")
         if v := os.environ.get("BUREAU_POLICY"):
             env["mediation_policy"] = _policy_file(v, "BUREAU_POLICY")
+        if v := os.environ.get("BUREAU_DDL_TIMEOUT"):
+            env["ddl_timeout_s"] = _whole_seconds(_env_number(v, "BUREAU_DDL_TIMEOUT"),
+                                                  "BUREAU_DDL_TIMEOUT")
         if v := os.environ.get("BUREAU_OPEN_TIMEOUT"):
             env["open_timeout_s"] = _positive(_env_number(v, "BUREAU_OPEN_TIMEOUT"),
                                               "BUREAU_OPEN_TIMEOUT")

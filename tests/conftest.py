@@ -34,7 +34,8 @@ STORAGE_FIXTURES = {"bureau", "case", "seekdb_server", "classroom"}
 (``classroom``: one started by ``python -m bureau classroom start``)."""
 MODEL_FIXTURES = {"bureau", "case", "encoder"}
 """The session's Bureau embeds with MiniLM (the default embedder); ``encoder`` loads it."""
-_CHILD_STORES = r"\b(Bureau\.open|run_python|finish|execute_notebook)\s*\(|\"-m\",\s*\"bureau\b"
+_CHILD_STORES = (r"\b(Bureau\.open|run_python|finish|execute_notebook|opener)\s*\(|\"-m\",\s*\"bureau\b"
+                 r"|\bOPENERS\b")
 STORAGE_CALLS = re.compile(rf"{_CHILD_STORES}|\b(open_store|MemoryGateway)\s*\(")
 """In-process or child-process stores: a child started by ``run_python``/``finish`` opens its
 own, a lesson run by papermill one in its kernel, ``python -m bureau[.leakage] ...`` one more."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from conftest import REPO, run_python
 
 from bureau.settings import Settings
-from bureau.storage import setup as gateway
+from bureau.storage import footprint as gateway
 
 MB = 10**6
 LIMIT_TOTAL = 200 * MB
@@ -152,20 +152,16 @@ class _Untouchable:
 
 def test_server_store_is_never_altered(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", store="server")
-    gateway._bound_disk_footprint(_Untouchable(), settings)
+    gateway.bound_disk_footprint(_Untouchable(), settings, _Untouchable())
     assert not (tmp_path / "data").exists()
 
 
 def test_embedded_without_sql_engine_still_trims(tmp_path):
-    """A store object without an engine (PowerMem internals changed): the log is still cut."""
+    """A store without an engine (PowerMem internals changed): the log is still cut."""
     settings = Settings(data_dir=tmp_path, store="embedded")
     log_dir = settings.seekdb_path / "log"
     log_dir.mkdir(parents=True)
     (log_dir / "seekdb.log").write_bytes(_line("INFO", 0) * 60_000)
 
-    class Memory:
-        class storage:  # noqa: N801 - PowerMem's attribute name
-            vector_store = object()
-
-    gateway._bound_disk_footprint(Memory(), settings)
+    gateway.bound_disk_footprint(None, settings, _Untouchable())
     assert (log_dir / "seekdb.log").stat().st_size <= gateway._SEEKDB_LOG_KEEP + 4096

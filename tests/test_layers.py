@@ -55,7 +55,7 @@ FLOORS: tuple[Floor, ...] = (
              "published anchors",
           ("bureau.errors", "bureau.text", "bureau.model", "bureau.settings", "bureau.resources",
            "bureau.datafiles", "bureau.quotas", "bureau.anchors", "bureau.figures",
-           "bureau.tenancy")),
+           "bureau.tenancy", "bureau.bounds")),
     Floor(1, "domain rules without storage",
           ("bureau.embedding", "bureau.scenario", "bureau.scopes", "bureau.tiers",
            "bureau.task_scopes", "bureau.mediation", "bureau.agents", "bureau.responders",

@@ -18,6 +18,7 @@ from typing import Any
 
 import pymysql
 
+from ..bounds import session_sql
 from ..sealing.cipher import PREFIX as SEALED_MARK
 from ..tenancy.connection import read_connection
 
@@ -46,7 +47,7 @@ class Poller:
         c = read_connection(self.connection_file)
         conn = pymysql.connect(host=c.host, port=c.port, user=c.user, password=c.password,
                                database=c.database, autocommit=True, connect_timeout=10,
-                               read_timeout=30)
+                               read_timeout=30, init_command=session_sql())
         me = self._whoami(conn)
 
         def poll() -> None:

@@ -104,6 +104,8 @@ def _probe_sql(conn_info: Any, others: list[str], rng: random.Random) -> tuple[i
     """(probes, reads that returned another tenant's data) with raw SQL under own account."""
     import pymysql
 
+    from ..bounds import session_sql
+
     other = f"learner_{rng.choice(others)}"
     statements = [f"SELECT COUNT(*) FROM `{other}`.bureau_cards",
                   f"SELECT body FROM `{other}`.bureau_snapshots",
@@ -113,7 +115,8 @@ def _probe_sql(conn_info: Any, others: list[str], rng: random.Random) -> tuple[i
                   f"'{other}'"]
     conn = pymysql.connect(host=conn_info.host, port=conn_info.port, user=conn_info.user,
                            password=conn_info.password, database=conn_info.database,
-                           connect_timeout=10)
+                           connect_timeout=10, init_command=session_sql(), read_timeout=30,
+                           write_timeout=30)
     reads = 0
     try:
         with conn.cursor() as cur:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..bounds import session_sql
 from ..settings import ServerSettings
 from ..tenancy.registry import register_tenant, tenant_for
 
@@ -32,7 +33,8 @@ def connect(server: ServerSettings, database: str | None = None) -> Any:
 
     return pymysql.connect(host=server.host, port=int(server.port), user=server.user,
                            password=server.password, database=database or server.db_name,
-                           autocommit=True, charset="utf8mb4", connect_timeout=10)
+                           autocommit=True, charset="utf8mb4", connect_timeout=10,
+                           init_command=session_sql(), read_timeout=30, write_timeout=30)
 
 
 def record(server: ServerSettings, row: tuple[str, str, str, int | None, str | None]) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 import pymysql
 
+from ..bounds import DDL_S, session_sql
 from ..errors import ClassroomError
 from ..storage.diskspace import check_before_open, failure_error, log_size, start_failure_since
 from ..storage.files import private_dir, seekdb_server_binary
@@ -60,7 +61,7 @@ def admin_connect(host: str, port: int, user: str, password: str, database: str 
     return pymysql.connect(host=host, port=int(port), user=user, password=password,
                            database=database, autocommit=True, charset="utf8mb4",
                            connect_timeout=timeout, read_timeout=ADMIN_READ_TIMEOUT_S,
-                           write_timeout=ADMIN_READ_TIMEOUT_S)
+                           write_timeout=ADMIN_READ_TIMEOUT_S, init_command=session_sql())
 
 
 FILE_ACCESS_OFF = "NULL"
@@ -130,6 +131,7 @@ def start_server(base_dir: Path, port: int | None = None,
                 raise ClassroomError(f"The seekdb server did not answer on port {port} within "
                                      f"{START_TIMEOUT_S:.0f} s.") from None
             time.sleep(0.5)
+    bound_ddl(conn)
     if password is not None:
         try:
             close_file_access(conn, base_dir, password)
@@ -158,6 +160,17 @@ def start_server(base_dir: Path, port: int | None = None,
     return proc.pid, port, password
 
 
+def bound_ddl(conn: Any) -> None:
+    """No DDL on the classroom's server waits longer than :data:`bureau.bounds.DDL_S` (seekdb's
+    ``_ob_ddl_timeout`` is 1,000 s; the instructor's ``add`` and ``reset`` create databases and
+    tables). The server is the classroom's own, so its parameter is the bureau's to set."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW PARAMETERS LIKE '%ob_ddl_timeout'")
+        row = cur.fetchone()
+        if row is None or str(row[3]) != f"{DDL_S}s":
+            cur.execute(f"ALTER SYSTEM SET _ob_ddl_timeout = '{DDL_S}s'")
+
+
 # -- file access ---------------------------------------------------------------------------------
 def file_access(conn: Any) -> str | None:
     """The server's ``secure_file_priv`` (global): ``NULL`` is off."""
@@ -173,7 +186,8 @@ def set_file_access(base_dir: Path, password: str, value: str) -> None:
     SECURE_FILE_PRIV not by unix socket connection not supported``."""
     sock = Path(base_dir).resolve() / "run" / "sql.sock"
     conn = pymysql.connect(unix_socket=str(sock), user="root", password=password,
-                           autocommit=True, connect_timeout=10)
+                           autocommit=True, connect_timeout=10, read_timeout=ADMIN_READ_TIMEOUT_S,
+                           init_command=session_sql())
     try:
         with conn.cursor() as cur:
             cur.execute("SET GLOBAL secure_file_priv = %s", (value,))
@@ -365,7 +379,7 @@ def kill_sessions(cur: Any, user: str,
 
 def _check_disk(base_dir: Path) -> int:
     """Refuse to start where seekdb cannot (too little free space, said typed with the figures:
-    a first start needs 2.42 GB); returns where this start's lines begin in seekdb's log."""
+    a first start needs 2.55 GB); returns where this start's lines begin in seekdb's log."""
     check_before_open(base_dir, base_dir)
     return log_size(base_dir / "log" / "seekdb.log")
 

@@ -25,6 +25,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
+from ..bounds import STATEMENT_S, session_sql
 from ..errors import ConfigurationError, ServerUnavailableError, TenantAccessError
 from ..settings import ServerSettings, default_data_dir
 from ..storage import reconnect
@@ -33,6 +34,9 @@ from .connection import Connection, Tx
 from .keys import KEY_FILE, AuditKeys
 from .schema import ADDED_COLUMNS, SERVER_SCHEMA
 
+READ_TIMEOUT_S = STATEMENT_S + 20
+"""The client's own bound on an answer (the session's statement bound, plus the server's time
+to say so): a server that stops answering mid-statement ends the wait here, typed."""
 _LOCK_CONFLICT = {1205, 1213, 6002, 6005}
 """Lock wait timeout, deadlock, and OceanBase's transaction-rollback/row-lock-conflict codes."""
 
@@ -206,6 +210,8 @@ class ServerConnection(Connection):
                 host=s.host, port=int(s.port), user=s.user, password=s.password,
                 database=s.db_name, autocommit=False, charset="utf8mb4",
                 cursorclass=pymysql.cursors.DictCursor, connect_timeout=self.connect_timeout,
+                init_command=session_sql(), read_timeout=READ_TIMEOUT_S,
+                write_timeout=READ_TIMEOUT_S,
             )
 
         conn = reconnect.retry(connect, "connecting to the ledger")

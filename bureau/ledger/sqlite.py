@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import DiskFullError, LedgerDamagedError
+from ..bounds import SQLITE_BUSY_S
+from ..errors import DiskFullError, LedgerDamagedError, StoreTimeoutError
 from ..storage.diskspace import check_writable
 from .base import BaseLedger
 from .connection import Connection, Tx
@@ -31,7 +32,7 @@ class SqliteConnection(Connection):
         # Held open, never used: while one connection stays open, closing the short ones does
         # not checkpoint the WAL and delete it (an fsync each time: ~5-15 ms per event on a busy
         # 2-core machine, 0.3-1.8 ms with this connection open).
-        self._keeper = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self._keeper = sqlite3.connect(self.path, timeout=SQLITE_BUSY_S, check_same_thread=False)
         self._keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()
         self._local = threading.local()
 
@@ -40,9 +41,8 @@ class SqliteConnection(Connection):
 
         # Owner-only before SQLite opens it: the -wal/-shm files it creates take this mode.
         private_file(self.path, companions=("-wal", "-shm"))
-        db = sqlite3.connect(self.path, timeout=30)
+        db = sqlite3.connect(self.path, timeout=SQLITE_BUSY_S)
         try:
-            db.execute("PRAGMA busy_timeout=30000")
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SQLITE_SCHEMA)
             for table, column, kind, _ in ADDED_COLUMNS:  # a ledger from an older version
@@ -58,9 +58,8 @@ class SqliteConnection(Connection):
         return f"<Ledger sqlite {self.path}>"
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=SQLITE_BUSY_S, isolation_level=None)
         db.row_factory = sqlite3.Row
-        db.execute("PRAGMA busy_timeout=30000")
         # WAL + NORMAL: a commit survives a process crash (what the saga must survive) without
         # an fsync per event; an OS crash may lose the last commits, which recover() repairs.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -104,6 +103,13 @@ class SqliteConnection(Connection):
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 raise DiskFullError(f"The ledger {self.path} could not be written: the disk "
                                     f"is full ({exc}). Nothing of this call was kept.") from exc
+            if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY,
+                                                          sqlite3.SQLITE_LOCKED):
+                raise StoreTimeoutError(
+                    f"The ledger {self.path} stayed locked by another process for "
+                    f"{SQLITE_BUSY_S} s ({exc}); nothing of this call was kept.",
+                    "Run the cell again; if it keeps failing, another program holds the ledger "
+                    "open in a transaction: close it, or restart the kernel.") from exc
             raise
         finally:
             if kept:

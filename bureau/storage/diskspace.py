@@ -40,15 +40,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import DiskFullError, DiskSpaceError, StoreStartError
+from ..errors import BureauError, DiskFullError, DiskSpaceError, StoreStartError
 from . import seekdb_process
 
 T = TypeVar("T")
 MiB = 2**20
 GiB = 2**30
-FIRST_START_BYTES = 2 * GiB + 256 * MiB
+FIRST_START_BYTES = 2 * GiB + 384 * MiB
 """Free space a store's first start needs: seekdb's 2 GiB log disk (checked against the free
-space, filled as it is used) plus the fresh store (169 MB measured) and some room."""
+space, filled as it is used) plus the fresh store (169 MB measured) and room. seekdb itself
+started with 2.21 GB free on a quiet machine; with 2.45 GB free on a loaded one its first start
+timed out in ``seekdb.connect`` ("Statement is timeout", issue 47), hence the margin."""
+TIGHT_BYTES = FIRST_START_BYTES + 512 * MiB
+"""A first start that times out with less than this free is reported as a disk-space problem
+(:func:`timed_out_error`): that close to the floor seekdb's start is slow enough to time out."""
 REOPEN_BYTES = 64 * MiB
 """Free space to reopen an existing store (seekdb does not check again; 40 MB worked)."""
 WRITE_RESERVE_BYTES = 16 * MiB
@@ -227,6 +232,24 @@ def failure_error(failure: StartFailure, what: str, base_dir: Path,
                            "The seekdb process was stopped; see the log for more.")
 
 
+def timed_out_error(exc: BaseException, base_dir: Path, first: bool,
+                    what: str = "Embedded seekdb") -> StoreStartError:
+    """The typed error for a start seekdb's log does not explain but a statement timed out in
+    (``seekdb.connect``'s "Statement is timeout"): :class:`DiskSpaceError` on a first start
+    with less than :data:`TIGHT_BYTES` free, else :class:`StoreStartError`."""
+    free = free_bytes(base_dir)
+    said = f"seekdb said: {str(exc)[:160]}"
+    if first and free < TIGHT_BYTES:
+        return DiskSpaceError(
+            f"{what} could not start in {base_dir}: its first start timed out with only "
+            f"{human(free)} free, close to the {human(FIRST_START_BYTES)} a new store needs "
+            f"({said}).")
+    return StoreStartError(
+        f"{what} in {base_dir} started but did not answer in time ({said}).",
+        "The machine may be very busy: restart the kernel and run the cell again; if it keeps "
+        "happening, set BUREAU_OPEN_TIMEOUT higher or see seekdb's log.")
+
+
 def log_size(log_path: Path) -> int:
     """Where the next start's lines will begin in ``log_path`` (0 if there is no log yet)."""
     try:
@@ -262,6 +285,7 @@ class OpenWatch:
         self.seekdb_path = seekdb_path
         self.timeout_s = timeout_s
         self.log_path = seekdb_path / "log" / "seekdb.log"
+        self.first = not store_started_before(seekdb_path)
         try:
             self.offset = self.log_path.stat().st_size
         except OSError:
@@ -362,7 +386,12 @@ class OpenWatch:
         self.close()
         failure = self.failure or read_start_failure(self._new_log())
         if failure is None:
-            return exc
+            from ..bounds import is_timeout
+
+            if isinstance(exc, BureauError) or not is_timeout(exc):
+                return exc
+            self._stop_leftovers()
+            return timed_out_error(exc, self.seekdb_path, self.first)
         self._stop_leftovers()
         if isinstance(exc, OpenAbandoned):  # this process's open is blocked for good
             err = self._typed(failure)

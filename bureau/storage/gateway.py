@@ -74,9 +74,10 @@ class MemoryGateway:
 
     def _retry(self, fn: Any, what: str, landed: Any = None) -> Any:
         """A server store's call survives one lost connection (:mod:`.reconnect`): a learner's
-        KILL or a server restart costs a retry, not a failed cell. Embedded: just the call."""
+        KILL or a server restart costs a retry, not a failed cell. Embedded: a statement seekdb
+        stopped at its bound runs once more, then fails typed (issue 47)."""
         if not self._server:
-            return fn()
+            return reconnect.retry_timeouts(fn, what, landed)
         return reconnect.retry(fn, what, landed)
 
     def _sealing(self, owner: str) -> bool:

@@ -131,6 +131,38 @@ def retry(fn: Callable[[], T], what: str, landed: Callable[[], T | None] | None 
             time.sleep(wait)
 
 
+def retry_timeouts(fn: Callable[[], T], what: str,
+                   landed: Callable[[], T | None] | None = None) -> T:
+    """Run ``fn`` against embedded seekdb; when seekdb gives up on it at one of its bounds
+    (:mod:`bureau.bounds`: a statement, a lock wait), run it again :data:`~bureau.bounds.RETRIES`
+    more times (safe for the same reasons as :func:`retry`: reads, writes keyed by their ids,
+    and ``landed`` asked first for an insert), then raise
+    :class:`~bureau.errors.StoreTimeoutError`. A typed refusal (a full disk) passes unchanged."""
+    from ..bounds import LOCK_WAIT_S, RETRIES, STATEMENT_S, is_timeout
+    from ..errors import BureauError, StoreTimeoutError
+
+    last: BaseException | None = None
+    for attempt in range(RETRIES + 1):
+        try:
+            if attempt and landed is not None:
+                found = landed()
+                if found is not None:
+                    return found
+            return fn()
+        except BureauError:
+            raise
+        except Exception as exc:
+            if not is_timeout(exc):
+                raise
+            last = exc
+            log.info("%s: seekdb stopped it at its bound (%s); %s", what, type(exc).__name__,
+                     "running it again" if attempt < RETRIES else "giving up")
+    raise StoreTimeoutError(
+        f"seekdb stopped {what} at its bound ({STATEMENT_S} s a statement, {LOCK_WAIT_S} s a "
+        f"lock wait) {RETRIES + 1} times in a row: another process using the same data "
+        "directory may be holding a lock, or the machine is very busy.") from last
+
+
 def typed(fn: Callable[[], T], what: str) -> T:
     """Run ``fn`` once; a lost connection becomes :class:`ServerUnavailableError` (for calls
     that must not be repeated blindly and have no ``landed`` check)."""
@@ -150,4 +182,5 @@ def pre_ping(engine: Any) -> None:
         pool._pre_ping = True
 
 
-__all__ = ["DOWN", "LOST", "is_down", "is_lost", "pre_ping", "retry", "typed", "unavailable"]
+__all__ = ["DOWN", "LOST", "is_down", "is_lost", "pre_ping", "retry", "retry_timeouts", "typed",
+           "unavailable"]

@@ -11,7 +11,7 @@ their scores and their order are exactly what seekdb's exact search of the whole
 (``MemoryGateway.search_scopes_exact``; tests/test_scope_index.py compares them on random stores).
 
 Staying in step, also with other processes: every gateway write to a scope bumps the scope's
-row in the store's versions table (:func:`.setup.versions_table`) after the write; the search's
+row in the store's versions table (:func:`.schema.versions_table`) after the write; the search's
 one statement reads the versions of its scopes beside the candidate rows, and a matrix whose
 version is not the store's is dropped and rebuilt (a write of this process updates its matrix
 in place and counts it one version on; had another writer come between, the store's version is

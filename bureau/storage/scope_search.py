@@ -21,7 +21,7 @@ the gateway's sealer; a forgotten card (its key destroyed) is left out, on every
 
 Staying in step, also with other processes: every gateway write to a scope -- clear or sealed,
 add, delete or purge -- bumps the scope's row in the store's versions table
-(:func:`.setup.versions_table`) *after* the write (:meth:`ScopeSearch.wrote`); a search reads
+(:func:`.schema.versions_table`) *after* the write (:meth:`ScopeSearch.wrote`); a search reads
 its scopes' versions in the same statement as the candidates, and a matrix whose version is not
 the store's is dropped and rebuilt. A write of this process updates its matrix in place and
 counts it one version on (one statement per write: had another writer come between, the store's
@@ -41,8 +41,9 @@ import numpy as np
 from ..errors import BoundaryViolation
 from ..model import CaseSpace, MemoryCard
 from .rows import check_row, ids_of, sql_name, vector_literal
+from .schema import scope_index, versions_table
 from .scope_index import ScopeIndex, ScopeMatrix, parse_vectors
-from .setup import LOCK, scope_index, sql_engine, versions_table
+from .setup import LOCK, sql_engine
 from .statements import statements
 
 

@@ -21,6 +21,9 @@ from typing import Any
 from ..embedding import Encoder
 from ..errors import ConfigurationError, StoreAlreadyOpenError
 from ..settings import Settings
+from .engine_state import explain_ddl_timeout, let_setup_finish_at_exit
+from .footprint import bound_disk_footprint
+from .schema import create_versions, index_cases, stuck
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +170,86 @@ def _new_memory(powermem: Any, settings: Settings, config: dict[str, Any]) -> An
     raise AssertionError("unreachable")
 
 
+def _open_embedded(powermem: Any, settings: Settings, config: dict[str, Any]) -> Any:
+    """Start (or attach to) embedded seekdb, bound its DDL, then build PowerMem's ``Memory``.
+
+    The DDL bound (``Settings.ddl_timeout_s``, seekdb's ``_ob_ddl_timeout``, 1,000 s by
+    default) is set before PowerMem runs its first statement, which on a new store is the
+    ``CREATE TABLE`` of the card table: no DDL of this store waits longer, whatever holds the
+    lock it waits on. pylibseekdb serves one instance per process, which PowerMem's client then
+    finds already open (its "initialized twice" is the expected answer)."""
+    import pylibseekdb
+
+    from ..bounds import is_timeout
+
+    ddl = f"{settings.ddl_timeout_s}s"
+    try:
+        pylibseekdb.open(db_dir=str(settings.seekdb_path))
+    except Exception as exc:  # noqa: BLE001 - opened earlier in this process: attach
+        if "initialized twice" not in str(exc):
+            raise
+    conn = pylibseekdb.connect(database="test", autocommit=True)
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        cursor = conn.cursor()
+        try:
+            cursor.execute(sql)
+            return [tuple(r) for r in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    try:
+        found = rows("SHOW PARAMETERS LIKE '%ob_ddl_timeout'")
+        if not found or str(found[0][3]) != ddl:
+            rows(f"ALTER SYSTEM SET _ob_ddl_timeout = '{ddl}'")
+        try:
+            return _new_memory(powermem, settings, config)
+        except Exception as exc:
+            if not is_timeout(exc):
+                raise
+            raise explain_ddl_timeout(rows, settings, "creating the card table") from exc
+    finally:
+        conn.close()
+
+
+def _bound_sessions(memory: Any, settings: Settings) -> None:
+    """Every session of the store waits at most :mod:`bureau.bounds` says.
+
+    Embedded seekdb has one connection for the whole process (:func:`_keep_one_connection`):
+    it is set once. A server store's pool makes connections as it needs them: each is set as
+    it is made, and the pool is emptied so that none made before escapes."""
+    from ..bounds import session_sql
+
+    engine = sql_engine(memory)
+    if engine is None:
+        return
+    if settings.store == "embedded":
+        with LOCK:
+            _embedded_rows(memory)(session_sql())
+        return
+    from sqlalchemy import event
+
+    def bound(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(session_sql())
+        finally:
+            cursor.close()
+
+    event.listen(engine, "connect", bound)
+    engine.dispose()
+
+
+def _ensure_schema(memory: Any, settings: Settings) -> None:
+    """The bureau's indexes and versions table (:mod:`.schema`), created only where missing."""
+    engine = sql_engine(memory)
+    if engine is None:
+        return
+    with LOCK, engine.connect() as conn:
+        index_cases(conn, settings.collection, settings, _side_rows(settings))
+        create_versions(conn, settings.collection, settings, _side_rows(settings))
+
+
 def sql_engine(memory: Any) -> Any:
     """The SQLAlchemy engine under PowerMem's OceanBase/seekdb store (None if it has none)."""
     return getattr(getattr(memory.storage.vector_store, "obvector", None), "engine", None)
@@ -200,205 +283,40 @@ def _keep_one_connection(memory: Any) -> None:
     )
 
 
-def scope_index(table: str) -> str:
-    """The name of the (case, role) index: searches name it in a hint (:func:`_index_cases`)."""
-    return f"idx_{table}_scope"[:64]
+def _embedded_rows(memory: Any) -> Any:
+    """Runs one written-out statement on embedded seekdb's one connection (the caller holds
+    :data:`LOCK`), as :mod:`.statements` does: pyseekdb's raw connection."""
+    server = sql_engine(memory).get_execution_options()["seekdb_server"]
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        cursor = server.get_raw_connection().cursor()
+        try:
+            cursor.execute(sql)
+            return [tuple(r) for r in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    return rows
 
 
-def _index_cases(memory: Any, table: str) -> None:
-    """Index the case column, so a scoped search reads one case's rows, not the whole table.
+def _side_rows(settings: Settings) -> Any:
+    """A way to read seekdb's views that does not wait for the store's own (busy) connection:
+    a connection of its own to embedded seekdb; none on a server (its views are the
+    administrator's)."""
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        if settings.store != "embedded":
+            raise RuntimeError("no side connection on a server store")
+        import pylibseekdb
 
-    Every read the gateway makes filters on ``user_id`` (the case). Without an index seekdb's
-    pre-filtered vector scan evaluates that filter on every row of every case: a search got
-    slower with each case the store held (the MAGPIE lab writes 200). With it the scan reads
-    only the case's range and returns the same cards (checked against exact top-k in the tests).
-    A second index on (case, role) narrows each scope's scan to that scope's own rows. Without
-    it a role's search time grew with the cards *other roles* of its case held (a detective's
-    own-scope search: 1.0 ms beside a suspect with 4 cards, 2.0 ms beside one with 304), and
-    that time reaches the role's X-ray: a count it must not learn. Every gateway search asks one
-    scope per sub-query (one equality range; seekdb's scan over *two* ranges of such an index,
-    ``agent_id IN (...)``, once returned fewer rows than asked for, which is why each scope has
-    its own sub-query). seekdb's planner leaves the index unused for the gateway's statement
-    (a union of ordered sub-queries), so each sub-query names it in a hint; with the hint the
-    same search costs the same beside 4 or 304 cards of another role, and returns the same
-    cards (the tests compare it with PowerMem's search and with an exact top-k).
-    """
-    from sqlalchemy import text
+        conn = pylibseekdb.connect(database="test", autocommit=True)
+        try:
+            cursor = conn.cursor()
+            cursor.execute(sql)
+            return [tuple(r) for r in cursor.fetchall()]
+        finally:
+            conn.close()
 
-    engine = sql_engine(memory)
-    if engine is None:
-        return
-    wanted = {f"idx_{table}_case"[:64]: "`user_id`",
-              scope_index(table): "`user_id`, `agent_id`"}
-    with LOCK, engine.connect() as conn:
-        # Key_name is SHOW INDEX's third column (embedded seekdb names result columns column_N).
-        have = {str(row[2]) for row in conn.execute(text(f"SHOW INDEX FROM `{table}`"))}
-        for name, columns in wanted.items():
-            if name in have:
-                continue
-            try:
-                conn.execute(text(f"CREATE INDEX `{name}` ON `{table}` ({columns})"))
-            except Exception as exc:  # noqa: BLE001 - another instance created it first
-                if "Duplicate key name" not in str(exc):
-                    raise
-        conn.commit()
-
-
-def versions_table(table: str) -> str:
-    """The table of per-scope write versions beside the card table (:func:`_create_versions`)."""
-    return f"{table}_scope_versions"[:64]
-
-
-def _create_versions(memory: Any, table: str) -> None:
-    """Create the scope versions table: one row per (case, role) scope, bumped by every write
-    the gateway makes to that scope, so an in-process copy of a scope's vectors
-    (:mod:`bureau.storage.scope_index`) can tell in the same statement as its search whether
-    any process has written to the scope since the copy was made. It lives in the store, beside
-    the cards it counts, so every process sharing the store (embedded or server) sees it."""
-    from sqlalchemy import text
-
-    engine = sql_engine(memory)
-    if engine is None:
-        return
-    with LOCK, engine.connect() as conn:
-        conn.execute(text(
-            f"CREATE TABLE IF NOT EXISTS `{versions_table(table)}` ("
-            "`user_id` VARCHAR(128) NOT NULL, `agent_id` VARCHAR(128) NOT NULL, "
-            "`version` BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (`user_id`, `agent_id`))"))
-        conn.commit()
-
-
-# -- disk footprint (embedded seekdb) -------------------------------------------------------------
-_SEEKDB_LOG_PARAMETERS = (("syslog_level", "WARN"), ("max_syslog_file_count", "1"))
-"""seekdb parameters set on every embedded open (read back first, written only when different).
-
-seekdb's own level is EDIAG, i.e. every INFO line: 11-28 MB per ``python -m bureau demo``.
-WARN keeps warnings and errors. seekdb restarts at EDIAG whatever was set (the file count is
-kept), hence every open. One rotated file at most instead of two (256 MB each)."""
-_SEEKDB_LOG_TRIM_AT = 4 * 2**20
-_SEEKDB_LOG_KEEP = 2**20
-"""An open cuts ``seekdb.log`` beyond 4 MiB to its last MiB, plus up to a MiB of the newest
-WARN and ERROR lines from the part it drops (the previous sessions' problems stay readable)."""
-
-
-def _bound_disk_footprint(memory: Any, settings: Settings) -> None:
-    """Keep an embedded store's data directory small, and flat however often it is reopened.
-
-    Measured on a fresh store (``du -sb``): 178 MB, of which 134 MB redo and 34 MB data file,
-    both preallocated and then stable, and 10 MB of ``seekdb/log``. The log was what grew:
-    11-90 MB per reopen or demo, up to ~770 MB before seekdb's own rotation caps it. Two
-    sources, two measures:
-
-    * **while the store is open** seekdb logs every INFO line: set WARN for the life of the
-      process (see :data:`_SEEKDB_LOG_PARAMETERS`); a demo then adds ~0.1 MB, not 11-28 MB.
-    * **while seekdb starts**, before any SQL can run, it logs at its default level, and a small
-      store replays all redo since it was created (seekdb checkpoints under memory pressure
-      only), logging the replay: 6-90 MB per start. pylibseekdb starts seekdb with fixed
-      arguments and an empty environment, so no option reaches that phase; the log is cut
-      here, right after, to its last lines and its warnings (:func:`_trim_seekdb_log`).
-
-    Not done: a checkpoint (``ALTER SYSTEM MINOR FREEZE``) per open would shorten the replay,
-    but dumping a demo's cards grew the data file from 32 to 64 MiB (measured), more than the
-    log it saves on disk.
-
-    A server store (``settings.store == "server"``) is someone else's: nothing is changed there.
-    Never fails the open: a parameter a future seekdb refuses is logged and skipped.
-    """
-    if settings.store != "embedded":
-        return
-    engine = sql_engine(memory)
-    if engine is not None:
-        _quiet_embedded_seekdb(engine)
-    _trim_seekdb_log(settings.seekdb_path / "log")
-
-
-def _quiet_embedded_seekdb(engine: Any) -> None:
-    """Set :data:`_SEEKDB_LOG_PARAMETERS` where seekdb holds other values."""
-    from sqlalchemy import text
-
-    with LOCK, engine.connect() as conn:
-        for name, value in _SEEKDB_LOG_PARAMETERS:
-            try:
-                # SHOW PARAMETERS row: zone, name, data_type, value, ... (columns are unnamed)
-                rows = conn.execute(text(f"SHOW PARAMETERS LIKE '{name}'")).fetchall()
-                if rows and str(rows[0][3]).upper() == value.upper():
-                    continue
-                literal = value if value.isdigit() else f"'{value}'"
-                conn.execute(text(f"ALTER SYSTEM SET {name} = {literal}"))
-            except Exception as exc:  # noqa: BLE001 - a smaller footprint is not worth an error
-                log.warning("embedded seekdb: could not set %s=%s (%s)", name, value, exc)
-        conn.commit()
-
-
-def _trim_seekdb_log(log_dir: str | os.PathLike[str]) -> None:
-    """Delete rotated seekdb logs and cut ``seekdb.log`` back to its tail when it is large.
-
-    Safe while seekdb runs: rotated files (``seekdb.log.<timestamp>``) are closed, and seekdb
-    holds ``seekdb.log`` with ``O_APPEND`` (``/proc/<pid>/fdinfo`` flags 02102001), so after the
-    cut its next line lands at the new end instead of leaving a hole. Only lines seekdb writes
-    in the instant between reading the tail and the cut are lost; at WARN there are few.
-    """
-    import re
-    from pathlib import Path
-
-    log_dir = Path(log_dir)
-    if not log_dir.is_dir():
-        return
-    for path in log_dir.iterdir():
-        if re.search(r"\.log(\.wf)?\.\d{8,}$", path.name):
-            path.unlink(missing_ok=True)
-    active = log_dir / "seekdb.log"
-    try:
-        size = active.stat().st_size
-        if size <= _SEEKDB_LOG_TRIM_AT:
-            return
-        with open(active, "r+b") as f:
-            f.seek(size - _SEEKDB_LOG_KEEP)
-            f.readline()  # cut at a line start
-            cut = f.tell()
-            kept = _problem_lines(f, cut)
-            f.seek(cut)
-            tail = f.read()  # up to seekdb's latest line
-            f.truncate(0)
-        note = f"[bureau] cut {cut - len(kept)} bytes of older seekdb log (kept WARN/ERROR)\n"
-        with open(active, "ab") as f:
-            f.write(note.encode() + kept + tail)
-    except OSError as exc:
-        log.warning("could not trim %s (%s)", active, exc)
-
-
-def _problem_lines(f: Any, end: int) -> bytes:
-    """The newest MiB of WARN and ERROR lines in ``f`` before ``end``, read in 8 MiB chunks.
-
-    ``bytes.find`` for the level markers, not a line regex: 200 MB of trace took 0.7 s instead
-    of 3.3 s (such lines are rare; INFO is almost everything).
-    """
-    found: list[tuple[int, bytes]] = []
-    carry = b""
-    f.seek(0)
-    pos = 0
-    while pos < end:
-        chunk = f.read(min(8 * 2**20, end - pos))
-        if not chunk:
-            break
-        pos += len(chunk)
-        data = carry + chunk
-        whole = data.rfind(b"\n") + 1
-        data, carry = data[:whole], data[whole:]
-        base = pos - len(carry) - len(data)
-        for marker in (b"] WARN ", b"] ERROR "):
-            i = data.find(marker)
-            while i != -1:
-                start = data.rfind(b"\n", 0, i) + 1
-                stop = data.find(b"\n", i) + 1
-                if data.startswith(b"[", start) and data.find(b"] ", start) == i:  # the level
-                    found.append((base + start, data[start:stop]))
-                i = data.find(marker, stop)
-    kept = b"".join(line for _, line in sorted(found))
-    if len(kept) > _SEEKDB_LOG_KEEP:
-        kept = kept[-_SEEKDB_LOG_KEEP:]
-        kept = kept[kept.find(b"\n") + 1 :]
-    return kept
+    return rows
 
 
 _ID_SLOT: Any = None
@@ -456,6 +374,12 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
     """
     global _ACTIVE_ENCODER
     key = store_key(settings)
+    if stuck() is not None:
+        from ..errors import StoreTimeoutError
+
+        raise StoreTimeoutError(
+            f"This Python process gave up on {stuck()} earlier, and its connection to the "
+            "store is still waiting on it.", "Restart the kernel (Kernel → Restart).")
     with LOCK:
         if _OPEN:
             if _OPEN["key"] != key or _OPEN["collection"] != settings.collection:
@@ -488,18 +412,20 @@ def open_store(settings: Settings, encoder: Encoder) -> tuple[Any, Encoder]:
 
             with private_umask(), watched_open(settings.data_dir, settings.seekdb_path,
                                                settings.open_timeout_s) as watch:
-                memory = watch.call(lambda: _new_memory(powermem, settings, config))
+                memory = watch.call(lambda: _open_embedded(powermem, settings, config))
         else:
             memory = _new_memory(powermem, settings, config)
         if settings.store == "embedded":
             _keep_one_connection(memory)
+            let_setup_finish_at_exit(_embedded_rows(memory), LOCK, settings,
+                                     usable=lambda: stuck() is None)
         else:  # a session ended while idle in the pool (a KILL, a restart) costs a ping
             from .reconnect import pre_ping
 
             pre_ping(sql_engine(memory))
-        _index_cases(memory, settings.collection)
-        _create_versions(memory, settings.collection)
-        _bound_disk_footprint(memory, settings)
+        _bound_sessions(memory, settings)
+        _ensure_schema(memory, settings)
+        bound_disk_footprint(sql_engine(memory), settings, LOCK)
         _OPEN.update(key=key, collection=settings.collection, memory=memory, encoder=encoder)
         return memory, encoder
 
