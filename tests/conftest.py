@@ -29,14 +29,22 @@ os.environ.pop("BUREAU_SEEKDB_HOST", None)
 # A test needs the store or the model when a fixture it uses does, or when its own code (or a
 # helper or fixture of the test suite it calls) opens one: read from the source, so no test file
 # carries these marks by hand. `make check` runs what needs neither.
-STORAGE_FIXTURES = {"bureau", "case", "seekdb_server", "classroom"}
-"""Open the session's embedded store (``bureau``, and ``case`` through it) or a seekdb server
-(``classroom``: one started by ``python -m bureau classroom start``)."""
+STORAGE_FIXTURES = {"bureau", "case", "seekdb_server", "classroom", "room", "hub", "small_fs",
+                    "busy_machine"}
+"""Open the session's embedded store (``bureau``, and ``case`` through it), a seekdb server
+(``classroom``, ``room``: one started by ``python -m bureau classroom start``), a JupyterHub
+(``hub``), a loop-mounted file system for a store (``small_fs``), or keep a core busy for
+children that open stores (``busy_machine``)."""
 MODEL_FIXTURES = {"bureau", "case", "encoder"}
 """The session's Bureau embeds with MiniLM (the default embedder); ``encoder`` loads it."""
 _CHILD_STORES = (r"\b(Bureau\.open|run_python|finish|execute_notebook|opener)\s*\(|\"-m\",\s*\"bureau\b"
                  r"|\bOPENERS\b")
-STORAGE_CALLS = re.compile(rf"{_CHILD_STORES}|\b(open_store|MemoryGateway)\s*\(")
+_CHILDREN = (r"\bsubprocess\.(run|Popen|check_call|check_output)\(\s*\[\s*(sys\.executable|str\("
+             r"Path\(sys\.executable\))|\b(start_server|_server_account)\s*\(")
+"""A child Python process (a store of its own, a hub, a lab), a seekdb server or the server's
+system account: never in the quick loop (`make check` stays under a minute and starts no store,
+hub or browser, and creates no account)."""
+STORAGE_CALLS = re.compile(rf"{_CHILD_STORES}|{_CHILDREN}|\b(open_store|MemoryGateway)\s*\(")
 """In-process or child-process stores: a child started by ``run_python``/``finish`` opens its
 own, a lesson run by papermill one in its kernel, ``python -m bureau[.leakage] ...`` one more."""
 MODEL_CALLS = re.compile(rf"{_CHILD_STORES}|\b(MiniLMEncoder|shared_minilm)\s*\(")
