@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` runs it: lint, unit and storage tests, notebooks, browser.
+# The core stage runs on BUREAU_TEST_WORKERS xdist workers (default 2, one per core): every
+# lesson's two runs in one data directory (tests/test_lessons_twice.py) go to one worker, in
+# order, while the other runs the rest; the site stage then renders those executed lessons.
 #
 # Every stage records its outcome (pytest stages also their JUnit XML); tools/test_summary.py then
 # prints what ran, passed, failed and was skipped per stage, and the verdict line CI parses
 # ("ALL TEST STAGES PASSED" / "SOME TEST STAGES FAILED"). With CI=true a skipped browser stage,
 # or any skipped real-browser test, fails the run.
-#   BUREAU_STAGES=ruff,torch,core,nbval,ui,site,stray   run only these stages (the others are
+#   BUREAU_STAGES=ruff,torch,core,ui,site,stray   run only these stages (the others are
 #                                                 reported as not run, and fail a CI run)
 set -uo pipefail
 PY=${1:-.venv/bin/python}
@@ -34,8 +37,8 @@ run_pytest() {  # run_pytest ID TITLE KIND ARGS...; exit 5 ("no tests collected"
 
 stages=${BUREAU_STAGES:-}
 for id in ${stages//,/ }; do
-  case $id in ruff|torch|core|nbval|ui|site|stray) ;;
-    *) echo "BUREAU_STAGES: unknown stage '$id' (ruff,torch,core,nbval,ui,site,stray)"
+  case $id in ruff|torch|core|ui|site|stray) ;;
+    *) echo "BUREAU_STAGES: unknown stage '$id' (ruff,torch,core,ui,site,stray)"
        echo "SOME TEST STAGES FAILED"; exit 2 ;;
   esac
 done
@@ -53,16 +56,7 @@ fi
 T="package, storage and notebook tests"
 if stage core "$T"; then
   run_pytest core "$T" pytest -m "not ui" tests --ignore=tests/ui --ignore=tests/site -q \
-    -p no:cacheprovider -p no:playwright
-fi
-T="nbval (deterministic cells of every lesson)"
-if stage nbval "$T"; then
-  if ls notebooks/[0-9][0-9]_*.ipynb >/dev/null 2>&1; then
-    run_pytest nbval "$T" pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=180 \
-      -p no:cacheprovider -p no:playwright notebooks -q
-  else
-    echo "no lesson notebooks found"; record nbval "$T" skipped
-  fi
+    -p no:cacheprovider -p no:playwright -n "${BUREAU_TEST_WORKERS:-2}" --dist loadgroup
 fi
 T="real browser (JupyterLab and Voila in Chromium)"
 if stage ui "$T"; then
@@ -75,7 +69,7 @@ fi
 T="course site (built from the executed lessons, read in Chromium)"
 if stage site "$T"; then
   if [ -f tools/sitebuild.py ] && [ -d tests/site ]; then
-    "$PY" tools/sitebuild.py build; rc=$?
+    "$PY" tools/sitebuild.py build --reuse; rc=$?  # the core stage's executed lessons
     if [ $rc -eq 0 ]; then
       run_pytest site "$T" browser -m ui tests/site -q -p no:cacheprovider
     else

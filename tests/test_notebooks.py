@@ -1,8 +1,10 @@
-"""The lessons: every notebook runs top to bottom (papermill), and keeps to the course's shape.
+"""The lessons keep to the course's shape, and follow every bundled scenario.
 
-papermill kernels are separate processes: they inherit ``BUREAU_DATA_DIR`` from this process
-(set by conftest), so they share the test store; a second process attaches to the running
-embedded seekdb. Outputs policy and shape checks read the committed files without a kernel. Deep dives
+Every notebook's run at its defaults, twice in one data directory, is
+``tests/test_lessons_twice.py``. Here papermill kernels (separate processes) inherit
+``BUREAU_DATA_DIR`` from this process (set by conftest), so they share the test store; a second
+process attaches to the running embedded seekdb. Outputs policy and shape checks read the
+committed files without a kernel. Deep dives
 (``NNb_<topic>.ipynb``, the second half of a lesson, outside the workshop path) run, keep the
 outputs policy and are checked for their own shape, as lessons are; each main lesson fits one
 sitting (issue 34 §6).
@@ -87,35 +89,6 @@ def test_lessons_are_numbered_without_gaps_and_there_is_a_stage():
         assert dive.name[:2] in [n[:2] for n in names], dive.name
 
 
-@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path):
-    pm = pytest.importorskip("papermill")
-    out = tmp_path / path.name
-    nb = pm.execute_notebook(
-        str(path), str(out), parameters=SMALL.get(path.name, {}), kernel_name="python3",
-        cwd=str(path.parent), progress_bar=False, execution_timeout=180,
-    )
-    assert nb.metadata.papermill.exception is None
-    text = _outputs(nb)
-    assert '"ename"' not in text and "Traceback" not in text
-    assert _nbtool().executed_problems(path.name, nb) == []
-    if path.name == "stage.ipynb":
-        assert "application/vnd.jupyter.widget-view+json" in text
-        return
-    if path in DEEP_DIVES:  # a figure, a console or an exercise only where it has one
-        code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
-                         if c.cell_type == "code")
-        if re.search(r'check\("', code):
-            assert "bureau-verdict" in text, "the exercise check cell shows a verdict"
-        if "plot" in code:
-            assert "image/png" in text, "a deep dive's figures are images"
-        return
-    assert "image/png" in text, "every lesson shows at least one figure"
-    assert "bureau-verdict" in text, "the exercise check cell shows a verdict"
-    assert 'data-ok=\\"false\\"' in text, "unsolved exercises get a friendly 'not yet'"
-    assert "application/vnd.jupyter.widget-view+json" in text, "the console is displayed"
-
-
 def test_executed_outputs_check_finds_planted_defects(tmp_path: Path):
     """The planted defects, through a real kernel: a bare matplotlib Figure shows as text (the
     check names it), the course's figure type as an image (the check passes); a demo that says
@@ -186,7 +159,7 @@ BUNDLED = ["safe-combination", *OTHER_SCENARIOS]
 SCENARIO_RUNS = [(p, sid) for p in COURSE_NOTEBOOKS if _default_scenario(p)
                  for sid in BUNDLED if sid != _default_scenario(p)]
 """Every lesson and deep dive that takes a ``scenario``, with each bundled scenario but its
-default (which ``test_notebook_runs_top_to_bottom`` runs)."""
+default (which ``tests/test_lessons_twice.py`` runs)."""
 
 
 def test_every_notebook_that_takes_a_scenario_runs_with_every_other():

@@ -44,10 +44,15 @@ from .diskspace import check_writable, explain_write_failure
 from .rows import META_KEYS
 from .rows import check_row as _check_row
 from .rows import ids_of as _ids
+from .rows import sql_name as _sql_name
 from .rows import ts_text as _ts
 from .scope_search import ScopeSearch
 from .sealed_writes import check_seal_keys, write_sealed
 from .setup import LOCK, open_store, sql_engine, store_key
+from .statements import statements
+
+PURGE_BATCH = 1000
+"""Rows one purge statement deletes: well inside a statement's bound (:mod:`bureau.bounds`)."""
 
 log = logging.getLogger(__name__)
 
@@ -268,23 +273,9 @@ class MemoryGateway:
         return int(self._retry(lambda: self._purge_space(uid, max_rounds), "deleting cards"))
 
     def _purge_space(self, uid: str, max_rounds: int) -> int:
-        deleted, owners = 0, []
         with self._writing(guard=False), LOCK:
             self.sealer.forget_namespace(uid)  # every key of the namespace first
-            try:
-                for _ in range(max_rounds):
-                    rows = self.memory.get_all(user_id=uid, limit=500, offset=0)["results"]
-                    if not rows:
-                        break
-                    for row in rows:
-                        _check_row(row, uid, None, "purge")
-                        owners.append(str(row.get("agent_id")))
-                        if self.memory.delete(int(row["id"]), user_id=uid,
-                                              agent_id=row.get("agent_id")):
-                            deleted += 1
-            finally:
-                self.scope_search.wrote_space(uid, owners)
-            left = int(self.memory.count_all(user_id=uid))
+            deleted, left = self._purge_rows(uid, None, max_rounds)
         if left:
             raise BoundaryViolation(f"{left} cards of {uid} survived deletion.")
         return deleted
@@ -293,25 +284,69 @@ class MemoryGateway:
         """Delete every card of one owner in one namespace (a run's ephemeral scope), verified
         with the store's own count; returns how many were deleted."""
         _, uid = _ids(case)
-        deleted = 0
         with self._writing(guard=False), LOCK:
             self.sealer.forget_scope(uid, owner)  # the scope's keys first
-            try:
-                for _ in range(max_rounds):
-                    rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
-                                               offset=0)["results"]
-                    if not rows:
-                        break
-                    for row in rows:
-                        _check_row(row, uid, owner, "purge")
-                        if self.memory.delete(int(row["id"]), user_id=uid, agent_id=owner):
-                            deleted += 1
-            finally:
-                self.scope_search.wrote(uid, owner, forget=True)
-            left = int(self.memory.count_all(user_id=uid, agent_id=owner))
+            deleted, left = self._purge_rows(uid, owner, max_rounds)
         if left:
             raise BoundaryViolation(f"{left} cards of {uid}/{owner} survived deletion.")
         return deleted
+
+    def _purge_rows(self, uid: str, owner: str | None, max_rounds: int) -> tuple[int, int]:
+        """Delete the rows of a namespace (``owner`` None) or of one scope in it; returns
+        (deleted, left over). The caller holds the lock and has destroyed the keys first.
+
+        A statement deletes :data:`PURGE_BATCH` rows by their scope (the ``WHERE`` that names
+        it is the boundary; names are validated, :func:`.rows.sql_name`). PowerMem's way was a
+        read of 500 rows and a read-then-delete per card: ~7 ms a card, 3.5 of the injection
+        lab's 22 s for one scenario (profiled, issue 47). Without an SQL engine, that way."""
+        if sql_engine(self.memory) is None:
+            return self._purge_rows_one_by_one(uid, owner, max_rounds)
+        table = self.settings.collection
+        where = f"`user_id` = {_sql_name(uid)}"
+        if owner is not None:
+            where += f" AND `agent_id` = {_sql_name(owner)}"
+        owners: list[str] = [] if owner is None else [owner]
+        try:
+            with statements(self.memory) as conn:
+                if owner is None:
+                    owners = [str(r[0]) for r in conn.rows(
+                        f"SELECT DISTINCT `agent_id` FROM `{table}` WHERE {where}")]
+                before = left = int(conn.rows(f"SELECT COUNT(*) FROM `{table}` WHERE {where}")[0][0])
+                for _ in range(max_rounds):
+                    if not left:
+                        break
+                    conn.run(f"DELETE FROM `{table}` WHERE {where} LIMIT {PURGE_BATCH}")
+                    conn.commit()
+                    left = int(conn.rows(f"SELECT COUNT(*) FROM `{table}` WHERE {where}")[0][0])
+        finally:
+            if owner is None:
+                self.scope_search.wrote_space(uid, owners)
+            else:
+                self.scope_search.wrote(uid, owner, forget=True)
+        return before - left, left
+
+    def _purge_rows_one_by_one(self, uid: str, owner: str | None,
+                               max_rounds: int) -> tuple[int, int]:
+        deleted, owners = 0, []
+        try:
+            for _ in range(max_rounds):
+                rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
+                                           offset=0)["results"]
+                if not rows:
+                    break
+                for row in rows:
+                    _check_row(row, uid, owner, "purge")
+                    owners.append(str(row.get("agent_id")))
+                    if self.memory.delete(int(row["id"]), user_id=uid,
+                                          agent_id=row.get("agent_id")):
+                        deleted += 1
+        finally:
+            if owner is None:
+                self.scope_search.wrote_space(uid, owners)
+            else:
+                self.scope_search.wrote(uid, owner, forget=True)
+        left = int(self.memory.count_all(user_id=uid, agent_id=owner))
+        return deleted, left
 
     # -- reads -------------------------------------------------------------------------------
     def embed_query(self, text: str) -> tuple[np.ndarray, float]:

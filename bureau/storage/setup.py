@@ -92,8 +92,32 @@ def _import_powermem(settings: Settings) -> Any:
     # Embedded seekdb rebuilds the whole vector index after every upsert (10-14 s per update);
     # new rows are visible to filtered searches without it.
     ObClient._flush_seekdb_index = lambda self: None
+    _cache_empty_result_columns()
     _register_embedder()
     return powermem
+
+
+def _cache_empty_result_columns() -> None:
+    """Parse each statement text once for the columns of an empty result.
+
+    pyobvector's embedded cursor answers a SELECT that returns no rows by parsing the statement
+    with sqlglot to name its columns (``seekdb_engine._description_from_select``): ~5 ms a
+    statement, and most of a task-scope write's time (the reads for untrusted cards it may have
+    copied are usually empty: 7.7 s of the injection lab's 34 s for one scenario, profiled).
+    The answer depends on the statement text alone (SQLAlchemy's, with its placeholders), so it
+    is kept per text; each caller gets its own copy of the list."""
+    from pyobvector.client import seekdb_engine
+
+    parse = seekdb_engine._description_from_select
+    if getattr(parse, "__wrapped__", None) is not None:
+        return
+    cached = lru_cache(maxsize=1024)(lambda sql: tuple(parse(sql)))
+
+    def columns(sql: str) -> list[tuple[Any, ...]]:
+        return list(cached(sql))
+
+    columns.__wrapped__ = parse  # type: ignore[attr-defined]
+    seekdb_engine._description_from_select = columns
 
 
 def _register_embedder() -> None:
