@@ -1,4 +1,5 @@
-"""Build hook: ship ``scenarios/`` and ``data/magpie_mini/`` inside the wheel as ``bureau/_shipped``.
+"""Build hook: ship ``scenarios/`` and ``data/`` (the benchmark slices and minis among it) inside
+the wheel as ``bureau/_shipped``.
 
 All metadata lives in pyproject.toml; this file only adds one step to ``build_py``. The files stay
 at the repository root (the course sends students there, and the project layout fixes it), but a
@@ -23,6 +24,8 @@ SOURCES = {
     "scenarios": ("*.yaml", "README.md", "policies/*.yaml"),
     "data/magpie_mini": ("**/*",),
     "data/agentsocialbench_mini": ("**/*",),
+    "data/magpie_slice": ("**/*",),
+    "data/agentsocialbench_slice": ("**/*",),
     "data/poisoning": ("*.yaml", "README.md"),
     "data/injection": ("*.yaml",),
     "data/leak_judgements": ("*.csv", "README.md"),

@@ -157,8 +157,14 @@ def test_subset_takes_the_first_scenarios_in_file_order():
     assert to_lab(two).is_subset
     social = load_lab(SOCIAL_MINI, 2)
     full = load_lab(SOCIAL_MINI)
-    assert [s.scenario_id for s in social.scenarios] == [s.scenario_id for s in
-                                                         full.scenarios[:2]]
+    # AgentSocialBench's categories in turn: the first scenario of two categories, not the
+    # first two files (both of the folder that sorts first)
+    firsts = {}
+    for s in full.dataset.scenarios:
+        firsts.setdefault(s.category, s.scenario_id)
+    assert [s.scenario_id for s in social.scenarios] == sorted(list(firsts.values())[:2])
+    assert {s.scenario_id for s in social.scenarios} <= {s.scenario_id for s in
+                                                         load_lab(SOCIAL_MINI, 3).scenarios}
     assert social.is_subset and social.source_scenarios == len(full)
 
 
@@ -727,19 +733,30 @@ def test_lesson_exercise_solution_passes_and_none_does_not(bureau, mini):
 
 def test_lesson_reads_the_data_from_a_given_path_and_says_when_it_falls_back(tmp_path):
     """Lesson 05's "get the data": a path the learner gives wins; a wrong one falls back to the
-    bundled mini set with a note naming the path tried (never silently)."""
-    from bureau.labs.leakage.lesson import MINI, SOCIAL_MINI, load_dataset, load_second_benchmark
+    slice of real scenarios that ships in data/ (issue 48), with a note naming the path tried
+    (never silently)."""
+    from bureau.labs.leakage.lesson import (
+        MAGPIE_SLICE,
+        MINI,
+        SOCIAL_MINI,
+        SOCIAL_SLICE,
+        load_dataset,
+        load_second_benchmark,
+    )
 
     given, note = load_dataset(str(MINI))
     assert note.startswith("Using MAGPIE") and len(given) == len(load_magpie(MINI))
     missing = tmp_path / "nowhere.tsv"
     fallback, note = load_dataset(str(missing))
-    assert note.startswith("NOTE") and str(missing) in note and "magpie_mini" in note
-    assert len(fallback) == len(given)
+    assert str(missing) in note and "data/magpie_slice" in note and "real MAGPIE" in note
+    assert len(fallback) == len(load_magpie(MAGPIE_SLICE)) == 60
     social, note = load_second_benchmark(2, str(SOCIAL_MINI))
     assert note.startswith("Using AgentSocialBench") and len(social) == 2
-    _, note = load_second_benchmark(2, str(missing))
-    assert note.startswith("NOTE") and str(missing) in note
+    sliced, note = load_second_benchmark(12, str(missing))
+    assert str(missing) in note and "data/agentsocialbench_slice" in note
+    assert {s.category for s in sliced.dataset.scenarios} == {
+        "cross_domain", "mediated_comm", "cross_user"}, "the categories in turn"
+    assert len(load_second_benchmark(None, str(SOCIAL_SLICE))[0]) == 60
 
 
 def test_c_versus_d_reads_the_run(mini):

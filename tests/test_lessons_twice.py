@@ -7,8 +7,9 @@ ended. For each notebook, in course order:
 
 1. **papermill** runs it at its default parameters. Its executed copy goes where ``make site``
    looks for one (``build/site/executed``), so the site stage renders it instead of running the
-   lesson a third time; what a run must show is checked on it (no error, every figure an image,
-   every table cell whole, the console and the exercise's verdict).
+   lesson a third time; what a run must show is checked on it (no error, nothing on stderr, no
+   warning, every figure an image, every table cell whole, the console and the exercise's
+   verdict).
 2. **nbval** runs it again at once, in the same data directory, and compares the cells tagged to
    be checked with their committed outputs.
 
@@ -36,6 +37,9 @@ EXECUTED = REPO / "build" / "site" / "executed"
 OPEN_BOUND_S = 60.0
 SMALL = {"stage.ipynb": {"poll_seconds": 0.5}}
 """Only the stage runs with a parameter of its own (it polls; the site does not show it)."""
+FULL_SETS = ("BUREAU_MAGPIE", "BUREAU_AGENTSOCIALBENCH")
+"""Pointed nowhere for these runs, as on a fresh clone and the course site: the lessons run on the
+slices in ``data/`` (tests/test_lesson_claims.py runs them on the full sets, where present)."""
 OPENS: list[dict] = []
 """One row per notebook: the open cell's seconds in each run (printed by the last test)."""
 
@@ -53,10 +57,21 @@ def _open_cell(nb: nbformat.NotebookNode) -> int | None:
     return next((i for i, c in enumerate(code) if "Bureau.open(" in c.source), None)
 
 
+def _stderr(nb: nbformat.NotebookNode) -> list[str]:
+    """Everything a run wrote to stderr (warnings land there too), cell by cell: a lesson
+    prints nothing a learner would read as something gone wrong (issue 48 §4)."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return [f"cell {i}: {o.get('text', '')[:300]}" for i, c in enumerate(code)
+            for o in c.get("outputs", []) if o.get("output_type") == "stream"
+            and o.get("name") == "stderr"]
+
+
 def _first_run(path: Path, out: Path, data: Path, monkeypatch) -> nbformat.NotebookNode:
     import papermill as pm
 
     monkeypatch.setenv("BUREAU_DATA_DIR", str(data))  # the kernel inherits it
+    for name in FULL_SETS:  # a fresh clone: the benchmarks are not there, the slices are
+        monkeypatch.setenv(name, str(data / "no-such-benchmark"))
     return pm.execute_notebook(
         str(path), str(out), parameters=SMALL.get(path.name, {}), kernel_name="python3",
         cwd=str(path.parent), progress_bar=False, execution_timeout=180)
@@ -64,7 +79,8 @@ def _first_run(path: Path, out: Path, data: Path, monkeypatch) -> nbformat.Noteb
 
 def _second_run(path: Path, data: Path, junit: Path) -> tuple[int, str, dict[int, float]]:
     """nbval over ``path`` in ``data``: (exit code, its output's tail, seconds per code cell)."""
-    env = {**os.environ, "BUREAU_NBVAL_DATA_DIR": str(data)}
+    env = {**os.environ, "BUREAU_NBVAL_DATA_DIR": str(data),
+           **{name: str(data / "no-such-benchmark") for name in FULL_SETS}}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
          "--nbval-cell-timeout=180", "-p", "no:cacheprovider", "-p", "no:playwright",
@@ -91,6 +107,8 @@ def test_lesson_runs_twice_in_one_data_directory(path: Path, learner_dir: Path, 
     text = _outputs(nb)
     assert '"ename"' not in text and "Traceback" not in text
     assert _nbtool().executed_problems(path.name, nb) == []
+    stderr = _stderr(nb)
+    assert not stderr, f"{path.name} wrote to stderr (a warning, a log line):\n" + "\n".join(stderr)
     opener = _open_cell(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     first = code[opener].metadata.papermill.duration if opener is not None else None

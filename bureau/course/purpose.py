@@ -353,6 +353,34 @@ class MediationLab:
 
         return plots.content_mediator(self.measured, self.result.lab.name)
 
+    def require(self) -> str:
+        """Check, on this run, what lesson 07 says of the content mediator: it leaks less than a
+        random mediator releasing as much, and still releases private cards and withholds
+        shareable ones. One line when it holds, else
+        :class:`~bureau.labs.leakage.claims.ClaimError` naming the figures (issue 48)."""
+        from ..labs.leakage.claims import ClaimError, compare
+
+        cm = self.measured["content_mediator"]
+        if not cm:
+            raise ClaimError("Too few decisions on this run for a content mediator: the lesson's "
+                             "sentences about it cannot be checked.")
+        c, r = cm["content"], cm["random"]
+        failed = []
+        if compare(c["leak"], r["leak"]) != "less than":
+            failed.append(f"'the content mediator leaks less than a random one' (content "
+                          f"{c['leak']:.1%}, random {r['leak']:.1%})")
+        if not c["leak"] > 0:
+            failed.append(f"'it still releases private cards' (leak {c['leak']:.1%})")
+        if not c["recall"] < 1:
+            failed.append(f"'it holds back shareable ones' (recall {c['recall']:.1%})")
+        if failed:
+            raise ClaimError(f"On this run ({len(self.result.lab)} scenarios) the lesson's text "
+                             f"does not hold: {'; '.join(failed)}.")
+        return (f"Checked on this run ({len(self.result.lab)} scenarios): the content mediator "
+                f"leaks less than a random one releasing as much ({c['leak']:.1%} against "
+                f"{r['leak']:.1%}), releases some private cards and holds back some shareable "
+                "ones.")
+
 
 def mediation_lab(bureau: Any, limit: int, path: str = "", k: int = LAB_K) -> MediationLab:
     """Run the leak lab (policies a-e; e consults through each requester's handle under

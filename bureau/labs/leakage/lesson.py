@@ -1,5 +1,5 @@
-"""Lesson 05 (measuring leakage): find the data, show a case, check the exercise, and every
-other name the lesson uses.
+"""Lessons 05, 05b and 07 (measuring leakage): find the data, show a case, check the exercise,
+say what the run shows (computed, :mod:`.claims`), and every other name the lessons use.
 
 The lesson imports only from here, so the lab's modules (MAGPIE conversion, the runner, the
 report, the plots) can be split or renamed without touching the notebook: the names in
@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from bureau.errors import ScenarioError
+from bureau.labs.leakage.claims import at_threshold, compare, headline, require, separation
 from bureau.labs.leakage.datasets.agentsocialbench import default_agentsocialbench_path
 from bureau.labs.leakage.datasets.convert import (
     load_lab,
@@ -29,8 +30,8 @@ from bureau.labs.leakage.datasets.magpie import (
     load_magpie,
     subset,
 )
+from bureau.labs.leakage.datasets.slices import MAGPIE_SLICE, SOCIAL_SLICE, slice_figures
 from bureau.labs.leakage.metrics.analysis import domain_table, relevance, summarize, summary_table
-from bureau.labs.leakage.metrics.metrics import private_leak_rate_pairs, shareable_recall
 from bureau.labs.leakage.policies.measured import measured_summary
 from bureau.labs.leakage.policies.mediated import mediated_summary
 from bureau.labs.leakage.policies.policies import SHARED_POOL
@@ -41,6 +42,8 @@ from bureau.resources import shipped_path
 
 MINI = shipped_path("data", "magpie_mini")
 SOCIAL_MINI = shipped_path("data", "agentsocialbench_mini")
+"""The hand-written test fixtures (invented text in the benchmarks' format): the lessons never
+fall back on them any more; the tests use them, and plant them to see a lesson's claims fail."""
 LEAK_TARGET = 0.05
 """The exercise: push the shared pool's private leak rate (pairs) below 5% with a threshold."""
 STEP = 0.01
@@ -48,12 +51,17 @@ STEP = 0.01
 
 __all__ = [
     "LEAK_TARGET",
+    "MAGPIE_SLICE",
     "MINI",
     "SHARED_POOL",
     "SOCIAL_MINI",
+    "SOCIAL_SLICE",
     "at_threshold",
+    "beside_the_full_set",
     "c_versus_d",
     "check_threshold",
+    "compare",
+    "headline",
     "domain_table",
     "load_dataset",
     "load_second_benchmark",
@@ -62,9 +70,12 @@ __all__ = [
     "plots",
     "query_text",
     "relevance",
+    "require",
     "role_names",
     "run_lab",
     "scenario_cards",
+    "separation",
+    "slice_figures",
     "subset",
     "summarize",
     "summary_table",
@@ -80,35 +91,65 @@ def _given(path: str | Path | None) -> Path | None:
 def load_dataset(path: str | Path | None = None) -> tuple[MagpieDataset, str]:
     """MAGPIE from ``path`` (the TSV, or a folder holding it) if given, else from where
     :func:`~bureau.labs.leakage.datasets.magpie.default_magpie_path` looks (``$BUREAU_MAGPIE``, then
-    ``../shared/datasets/magpie``); if it cannot be read there, the bundled synthetic mini set.
-    Plus a note saying which, and why, so a learner never mistakes the toy set for the benchmark."""
+    ``../shared/datasets/magpie``); if it cannot be read there, the slice of real MAGPIE
+    scenarios that ships in ``data/magpie_slice``. Plus a note saying which, and why."""
     try:
         data = load_magpie(_given(path) or default_magpie_path())
         return data, f"Using MAGPIE: {len(data)} scenarios, {len(data.items):,} items."
     except ScenarioError as exc:
-        data = load_magpie(MINI)
+        data = load_magpie(MAGPIE_SLICE)
         return data, (
-            f"NOTE: MAGPIE was not found ({exc.message}) — falling back to data/magpie_mini, "
-            f"{len(data)} hand-written scenarios in MAGPIE's format. The figures below then "
-            "describe that toy set, not the benchmark."
-        )
+            f"{_missing('MAGPIE', path, exc)}, so this runs on the slice that ships with Bureau: "
+            f"{len(data)} real MAGPIE scenarios ({len(data.items):,} items) drawn at random from "
+            "its 200 (data/magpie_slice, licence and citation beside it).")
 
 
 def load_second_benchmark(limit: int | None = None,
                           path: str | Path | None = None) -> tuple[LabSet, str]:
     """AgentSocialBench's first ``limit`` scenarios from ``path`` (the folder holding
     ``scenarios/``) if given, else from ``$BUREAU_AGENTSOCIALBENCH`` or
-    ``../shared/datasets/agentsocialbench``; if it cannot be read there, the bundled synthetic
-    sample in its format. Plus a note saying which (offline either way)."""
+    ``../shared/datasets/agentsocialbench``; if it cannot be read there, the slice of real
+    scenarios that ships in ``data/agentsocialbench_slice``. Plus a note saying which."""
     try:
         lab = load_lab(_given(path) or default_agentsocialbench_path(), limit)
         return lab, f"Using AgentSocialBench: {len(lab)} scenarios, {len(lab.items):,} items."
     except ScenarioError as exc:
-        lab = load_lab(SOCIAL_MINI, limit)
+        lab = load_lab(SOCIAL_SLICE, limit)
         return lab, (
-            f"NOTE: AgentSocialBench was not found ({exc.message}) — falling back to "
-            f"data/agentsocialbench_mini, {len(lab)} hand-written scenarios in its format."
-        )
+            f"{_missing('AgentSocialBench', path, exc)}, so this runs on the slice that ships "
+            f"with Bureau: {len(lab)} of its real scenarios (data/agentsocialbench_slice, "
+            "licence and citation beside it).")
+
+
+def _missing(name: str, path: str | Path | None, exc: ScenarioError) -> str:
+    """Why the full benchmark did not load: the learner's own path, named; else where the
+    lesson looked, without this machine's paths (the note also shows on the course site)."""
+    if _given(path) is not None:
+        return f"{name} was not found at the path you gave ({exc.message})"
+    return f"{name} itself is not on this machine (see \"Get the data\")"
+
+
+FULL_FIGURES = (("pool_leak", "shared pool: private pairs leaked"),
+                ("random_leak", "random draw of the same size"),
+                ("auroc", "relevance AUROC (0.5 = a coin flip)"),
+                ("threshold_leak", "shared pool cut at the bureau's threshold"),
+                ("c_recall", "(c) shareable recall"),
+                ("d_recall", "(d) shareable recall"))
+
+
+def beside_the_full_set(figures: dict[str, Any], which: str = "magpie") -> pd.DataFrame:
+    """This run's headline figures beside the shipped slice's and the full benchmark's, as
+    ``tools/make_slices.py`` measured them when the slice was drawn (``figures.json``), so a
+    learner on the slice sees how far its figures are from the benchmark's: read from the
+    data, not typed."""
+    stored = slice_figures(MAGPIE_SLICE if which == "magpie" else SOCIAL_SLICE)
+    columns = {"this run": figures}
+    for label, key in (("whole slice", "slice"), ("full benchmark", "full")):
+        if key in stored:
+            columns[f"{label} ({stored[key]['scenarios']} scenarios)"] = stored[key]
+    rows = [{"figure": text, **{name: fig.get(key) for name, fig in columns.items()}}
+            for key, text in FULL_FIGURES]
+    return pd.DataFrame(rows).set_index("figure").astype(float).round(3)
 
 
 def scenario_cards(scenario: Any) -> pd.DataFrame:
@@ -135,25 +176,18 @@ def scenario_cards(scenario: Any) -> pd.DataFrame:
 def c_versus_d(result: LabResult) -> str:
     """What publishing the safe abstractions (d) added to publishing the shareable items (c) in
     this run, as one line: how many items carry an abstraction at all, in how many (requester,
-    private item) pairs d delivered one, and each policy's shareable recall. A learner who sees
-    d equal c (or fall below it) reads the reason here, from the run itself."""
+    private item) pairs d delivered one, each policy's shareable recall, and what d did to it
+    (the verb from the two recalls: :func:`~bureau.labs.leakage.claims.change`)."""
+    from bureau.labs.leakage.claims import change
+
     rows = summarize(result).set_index("policy")
     c, d = rows.loc["c_bureau_published"], rows.loc["d_bureau_abstractions"]
     hints = sum(1 for item in result.lab.items if item.abstraction)
     return (f"{hints} of {len(result.lab.items)} items carry a safe abstraction; d delivered one "
             f"in {int(d['abstraction_pairs_delivered'])} (requester, private item) pairs. "
-            f"Shareable recall: c {c['shareable_recall']:.1%}, d {d['shareable_recall']:.1%}.")
-
-
-def at_threshold(result: LabResult, threshold: float, policy: str = SHARED_POOL) -> dict:
-    """Leak rate and recall of ``policy`` if only top-k cards with cosine >= threshold count."""
-    pairs = result.policy(policy)
-    strict = pairs.assign(retrieved=pairs["retrieved"] & (pairs["score"] >= threshold))
-    return {
-        "threshold": threshold,
-        "private_leak_rate_pairs": private_leak_rate_pairs(strict),
-        "shareable_recall": shareable_recall(strict),
-    }
+            f"Shareable recall: c {c['shareable_recall']:.1%}, d {d['shareable_recall']:.1%}: "
+            f"publishing the abstractions too {change(c['shareable_recall'], d['shareable_recall'])}"
+            " shareable recall.")
 
 
 def threshold_sweep(result: LabResult, thresholds: Any) -> pd.DataFrame:

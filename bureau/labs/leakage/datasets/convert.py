@@ -218,12 +218,24 @@ BENCHMARK_NAMES: dict[str, str] = {"magpie": DATASET_NAME, "agentsocialbench": S
 
 
 def social_subset(dataset: SocialDataset, limit: int | None) -> SocialDataset:
-    """The first ``limit`` AgentSocialBench scenarios in the loader's (file-path) order, or all."""
+    """The first ``limit`` AgentSocialBench scenarios taking the categories in turn (the first
+    of each category in file order, then the second of each, ...), or all; kept in the
+    loader's order.
+
+    In turn, not the first ``limit`` files: those are all ``cross_domain`` (its folder sorts
+    first), and a lesson's default of 12 then measured one kind of boundary of three (issue 48).
+    A subset of N is still part of the subset of N + 1."""
     if limit is None or limit >= len(dataset):
         return dataset
     if limit < 1:
         raise ValueError("limit must be at least 1")
-    scenarios = dataset.scenarios[:limit]
+    by_category: dict[str, list[Any]] = {}
+    for s in dataset.scenarios:
+        by_category.setdefault(s.category, []).append(s)
+    turns = [s for rank in range(max(len(v) for v in by_category.values()))
+             for v in by_category.values() if rank < len(v) for s in [v[rank]]]
+    picked = {s.scenario_id for s in turns[:limit]}
+    scenarios = tuple(s for s in dataset.scenarios if s.scenario_id in picked)
     items = tuple(i for s in scenarios for i in s.items)
     return SocialDataset(scenarios=scenarios, items=items, skipped=dataset.skipped,
                          source=dataset.source)

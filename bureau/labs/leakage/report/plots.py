@@ -14,6 +14,7 @@ from bureau.labs.leakage.policies.policies import (
     SHARED_POOL,
     SHARED_POOL_WITH_OWN,
 )
+from bureau.labs.leakage.report.directions import change, compare, separation
 from bureau.labs.leakage.report.paper import PAPER
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def roc(result: LabResult) -> Figure:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(
-        f"{result.lab.name}: relevance barely tells shareable from private:\nAUROC {auc:.3f} "
+        f"{result.lab.name}: relevance {separation(auc)}:\nAUROC {auc:.3f} "
         f"(task query; MaaS paper on MAGPIE {PAPER['relevance_auroc']:.3f}) over "
         f"{len(others):,} pairs",
         fontsize=10,
@@ -154,20 +155,26 @@ def domains(domain_table: pd.DataFrame, top: int = 25, name: str = "MAGPIE") -> 
     bureau = domain_table[domain_table["policy"].isin(BUREAU_POLICIES)]
     bureau_leaky = bureau.loc[bureau["leak_rate_pairs"] > 0, "domain"].nunique()
     which = f"the {len(leak)} largest of {n_dom} domains" if len(leak) < n_dom else "all domains"
+    closed = float(recall["b_bureau_closed"].fillna(0).mean()) if "b_bureau_closed" in recall \
+        else 0.0
+    published = float(recall["c_bureau_published"].fillna(0).mean())
     fig.suptitle(
         f"The shared pool leaks in {leaky} of {n_dom} domains, the bureau in {bureau_leaky};"
-        f" publishing restores recall\n({which}, by private pairs)",
+        f" publishing {change(closed, published)} recall\n({which}, by private pairs)",
         fontsize=10,
     )
     return fig
 
 
-def baseline(table: pd.DataFrame, name: str, k: int) -> Figure:
+def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None) -> Figure:
     """Leak (left) and shareable recall (right) of both shared pools against depth, each beside
     its random expectation (dashed), and the bureau policies at their budget.
 
     ``table`` is summary.csv's rows of one dataset. The bureau reads ``k`` per scope from two
-    scopes, so its points stand at ``2k`` cards in all.
+    scopes, so its points stand at ``2k`` cards in all. ``versus``: how the pool's leak compares
+    with the random draw's, from a run's bootstrap interval
+    (:func:`~bureau.labs.leakage.claims.against_chance`); without it, the two figures are
+    compared with :func:`.directions.compare`'s tolerance.
     """
     fig = _figure(10.0, 4.2, layout="constrained")
     left, right = fig.subplots(1, 2)
@@ -192,9 +199,11 @@ def baseline(table: pd.DataFrame, name: str, k: int) -> Figure:
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7)
     at = table[(table["policy"] == SHARED_POOL) & (table["k"] == k)].iloc[0]
+    bureau = table[table["policy"].isin(BUREAU_POLICIES)]["pair_leak"].max()
     fig.suptitle(
         f"{name}: relevance as policy leaks {100 * at['pair_leak']:.0f}% of private pairs at "
-        f"top-{k}, a random draw {100 * at['random_pair_leak']:.0f}%; the bureau 0%",
+        f"top-{k}, {versus or compare(at['pair_leak'], at['random_pair_leak'])} a random draw "
+        f"({100 * at['random_pair_leak']:.0f}%); the bureau {100 * bureau:.0f}%",
         fontsize=10,
     )
     return fig
