@@ -27,6 +27,7 @@ from ..datafiles import (
 from ..errors import InvalidTextError, ScenarioError
 from ..model import BOARD
 from ..text import MAX_CARD_CHARS, MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
+from .case_file import CaseFile
 
 MAX_TITLE_CHARS = 120
 """Titles are shown as headings in widgets and tables; a paragraph belongs in ``summary``."""
@@ -244,6 +245,8 @@ class Scenario(_Strict):
     principals: list[PrincipalSpec] = []
     memories: dict[str, list[SeedMemory]] = {}
     questions: list[Question] = []
+    case_file: CaseFile | None = None
+    """What the chief must achieve, what loses the case, and the moves (:mod:`.case_file`)."""
     source_path: Path | None = None
 
     @field_validator("id")
@@ -310,7 +313,9 @@ class Scenario(_Strict):
 
     def to_dict(self) -> dict[str, Any]:
         """The file form (what :func:`load_scenario` reads), without ``source_path``."""
-        data = self.model_dump(mode="json", exclude={"source_path"})
+        data = self.model_dump(mode="json", exclude={"source_path"}, exclude_none=False)
+        if data.get("case_file") is None:
+            data.pop("case_file", None)
         for mems in data.get("memories", {}).values():  # unset labels stay out of the file form
             for mem in mems:
                 for label in ("sensitivity", "info_type", "abstraction"):
@@ -412,6 +417,8 @@ def _cross_problems(s: Scenario) -> list[str]:
                 f"{at}.knowers_after: publishing only adds a board copy, so every role in "
                 f"knowers_before must stay; missing {_fmt(lost)}"
             )
+    if s.case_file is not None:
+        problems += s.case_file.problems(names, owners)
     return problems
 
 
