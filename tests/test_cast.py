@@ -33,6 +33,7 @@ def test_safe_combination_keeps_the_worked_example():
     assert cast.evidence.question == "What size is the muddy boot print?"
     assert cast.evidence.knowers_after == ("detective", "informant", "suspect")
     assert (cast.spare.key, cast.spare.owner) == ("cctv", "detective")
+    assert (cast.decoy.key, cast.mole) == ("wrong-code", "suspect")  # lesson 04's trial
     # The lessons' Python names are the roles themselves here (lessons 00-03 read concretely).
     assert cast.story_roles() == ("informant", "detective", "suspect")
 
@@ -41,7 +42,10 @@ def test_the_mole_casts_its_own_roles():
     cast = Cast.of(load_scenario("the-mole"))
     assert (cast.holder, cast.secret.key, cast.outsider) == ("informant", "true-tip", "detective")
     assert (cast.witness, cast.testimony.key) == ("harbourmaster", "customs-hours")
-    assert (cast.evidence.key, cast.spare.key) == ("leak-warning", "blue-van")
+    # leak-warning is published by a question, but the case file forbids it the harbour: the
+    # lesson 03 exercise publishes the van, and the crash card is one no rule forbids.
+    assert (cast.evidence.key, cast.spare.key) == ("blue-van", "customs-hours")
+    assert (cast.decoy.key, cast.mole) == ("decoy", "harbourmaster")
     assert cast.story_roles() == ("informant", "detective", "harbourmaster")
 
 
@@ -54,14 +58,22 @@ def test_every_part_keeps_its_promise(scenario_id):
     published = {q.publish for q in s.questions if q.publish}
     assert cast.secret.key in published and cast.evidence.key in published
     assert cast.holder in cast.secret.knowers_before  # lesson 00/02: the holder answers
-    for role in (cast.outsider, cast.bystander):  # lesson 00/02: they do not, until published
-        assert role not in cast.secret.knowers_before and role in cast.secret.knowers_after
+    assert cast.outsider not in cast.secret.knowers_before  # lesson 02: not until published
+    for role in (cast.outsider, cast.bystander):  # they do not know the truth until published
+        assert role in cast.secret.knowers_after
+        assert role not in cast.secret.knowers_before or role == cast.mole  # the mole's decoy
     assert cast.testimony.knowers_before == (cast.witness,)  # lesson 02: only the witness knows
     assert cast.witness != cast.outsider
     assert cast.evidence.topic != cast.secret.topic  # publishing the secret leaves lesson 03's
     assert set(cast.evidence.knowers_after) > set(cast.evidence.knowers_before)  # exercise open
-    assert cast.spare.key not in published | {cast.testimony.key}  # lesson 03's crash card
+    assert cast.spare.key not in published  # lesson 03's crash card
+    free = {m.key for _, m in s.seeds()} - published - {r.secret or r.publish for r in s.case_file.never}
+    assert cast.spare != cast.testimony or free == {cast.testimony.key}  # only when nothing else
     assert s.seed(cast.spare.key)[0] == cast.spare.owner
+    forbidden = {r.secret or r.publish for r in s.case_file.never}  # playing them loses
+    assert not forbidden & {cast.secret.key, cast.evidence.key, cast.spare.key}
+    assert cast.decoy is not None and cast.decoy.key in forbidden  # lesson 04 plays it
+    assert cast.mole in cast.secret.knowers_before and cast.mole != cast.holder
 
 
 def test_a_case_and_its_scenario_cast_alike():

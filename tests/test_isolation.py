@@ -31,7 +31,11 @@ def test_same_role_hit(case):
 @pytest.mark.parametrize("role", ["detective", "suspect"])
 def test_cross_role_miss_before_publication(case, role):
     answer = case.interrogate(role, SAFE_Q)
-    assert not answer.known and answer.text == "I don't know."
+    if role == "suspect":  # it "knows" its own decoy, a wrong number, from its own space only
+        assert answer.known and "1905" in answer.text
+        assert {c.owner for c in answer.trace.hits if c.id in answer.cited} == {"suspect"}
+    else:
+        assert not answer.known and answer.text == "I don't know."
     assert answer.trace.searched_scopes == [role, BOARD]
     seen = [c for s in answer.trace.scopes for c in (*s.hits, *s.below_threshold)]
     assert all(c.owner == role for c in seen), "a foreign card reached the trace"
@@ -133,7 +137,7 @@ def test_outward_views_hold_no_private_body_question_or_answer(case):
         assert not [t for t in everything_private if t in seen], name
         assert SAFE_Q not in seen and not holds(seen, "0427"), name
     stage = case.stage()
-    assert stage["private_counts"] == {"detective": 2, "informant": 2, "suspect": 2}
+    assert stage["private_counts"] == {"detective": 2, "informant": 2, "suspect": 3}
     assert [c["source_role"] for c in stage["board"]] == ["detective"]
 
 

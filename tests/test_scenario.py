@@ -111,7 +111,7 @@ def test_shipped_scenarios_cover_the_lessons() -> None:
     assert safe.seed("safe-code")[0] == "informant"
     assert "0427" in safe.seed("safe-code")[1].content
     combo = next(q for q in safe.questions if q.publish == "safe-code")
-    assert combo.knowers_before == ["informant"]
+    assert combo.knowers_before == ["informant", "suspect"]  # the suspect holds the decoy
     assert set(combo.knowers_after) == {"informant", "detective", "suspect"}
     assert any(q.knowers_before == [] and q.publish is None for q in safe.questions)
 

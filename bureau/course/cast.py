@@ -8,12 +8,15 @@ part           what the lessons need from it                                    
 =============  ===============================================================  ==============
 ``secret``     the card of the scenario's first publish question                ``safe-code``
 ``holder``     who holds the secret (the card's owner)                          informant
-``outsider``   the first role that cannot answer the secret before publishing  detective
+``outsider``   the case file's asker (else the first role that cannot answer   detective
+               the secret before publishing)
 ``bystander``  the last role that cannot answer it before publishing            suspect
 ``testimony``  a card only its owner can answer about (not holder, outsider)    ``alibi``
 ``witness``    the testimony's owner                                            suspect
 ``evidence``   the last publish question on another topic (lesson 03 exercise)  ``footprint``
 ``spare``      a card no question publishes, the evidence owner's if any        ``cctv``
+``decoy``      the case file's first card never to publish (lesson 04's trial)  ``wrong-code``
+``mole``       the decoy's owner                                                suspect
 =============  ===============================================================  ==============
 
 Casting lives here, computed from ``case.scenario`` (roles, memories with keys, and questions
@@ -68,6 +71,12 @@ class Cast:
     testimony: Fact
     evidence: Fact
     spare: Fact
+    decoy: Fact | None = None
+
+    @property
+    def mole(self) -> str | None:
+        """Who holds the decoy: its tip is relevant to the case's question, and wrong."""
+        return None if self.decoy is None else self.decoy.owner
 
     @property
     def holder(self) -> str:
@@ -103,6 +112,7 @@ class Cast:
             ("outsider", self.outsider), ("bystander", self.bystander),
             ("witness", self.witness), ("testimony", card(self.testimony)),
             ("evidence", card(self.evidence)), ("spare", card(self.spare)),
+            *([("decoy", card(self.decoy))] if self.decoy is not None else []),
         ]
 
     def __repr__(self) -> str:
@@ -155,9 +165,13 @@ def _card_answering(scenario: Scenario, q: Question, role: str) -> str | None:
 def _cast(s: Scenario) -> Cast:
     roles = s.role_names
     publishing = [q for q in s.questions if q.publish is not None]
-    # The secret: the first publish question that leaves someone out before publication.
+    decoys = [r.publish for r in s.case_file.never if r.publish] if s.case_file else []
+    misled = {s.seed(key)[0] for key in decoys}  # they "know" a wrong answer
+    # The secret: the first publish question that leaves someone out before publication (a
+    # role that knows only a decoy is left out of the truth).
     for q in publishing:
-        outsiders = [r for r in roles if r not in q.knowers_before]
+        owner = s.seed(q.publish)[0]  # type: ignore[arg-type]
+        outsiders = [r for r in roles if r not in q.knowers_before or (r in misled and r != owner)]
         if outsiders:
             secret_q = q
             break
@@ -169,6 +183,10 @@ def _cast(s: Scenario) -> Cast:
         )
     secret = _fact(s, secret_q.publish, secret_q)  # type: ignore[arg-type]
     outsider, bystander = outsiders[0], outsiders[-1]
+    asker = s.case_file.asker if s.case_file is not None else None
+    if asker in outsiders:  # the game's asker plays the outsider (issue 49)
+        others = [r for r in outsiders if r != asker]
+        outsider, bystander = asker, (others[-1] if others else asker)
 
     # The testimony: a card only its owner can answer about, preferably a role that plays no other
     # part yet; a publish question counts too (its answer key is about the fresh case); the
@@ -189,15 +207,22 @@ def _cast(s: Scenario) -> Cast:
     testimony = testimony or secret
 
     # The evidence: the last publish question about another topic than the secret, so that
-    # publishing the secret first does not already answer it.
-    others = [q for q in publishing if q.publish != secret.key]
+    # publishing the secret first does not already answer it; never a card the case file's
+    # rules forbid to spread (publishing it would lose the game, issue 49).
+    forbidden = ({r.secret or r.publish for r in s.case_file.never} if s.case_file is not None
+                 else set())
+    others = [q for q in publishing if q.publish != secret.key and q.publish not in forbidden]
     evidence_q = next((q for q in reversed(others) if q.topic != secret.topic), None)
-    evidence_q = evidence_q or (others[-1] if others else secret_q)
-    evidence = _fact(s, evidence_q.publish, evidence_q)  # type: ignore[arg-type]
+    evidence_q = evidence_q or (others[-1] if others else None)
+    if evidence_q is not None:
+        evidence = _fact(s, evidence_q.publish, evidence_q)  # type: ignore[arg-type]
+    else:  # nothing left to publish by question: another card free to spread
+        free = [m.key for _, m in s.seeds() if m.key not in forbidden | {secret.key}]
+        evidence = _fact(s, free[0]) if free else secret
 
     # The spare: a card no question publishes (lesson 03 crashes its publication on purpose).
-    published = {q.publish for q in publishing}
-    seeds = [(role, m.key) for role, m in s.seeds()]
+    published = {q.publish for q in publishing} | {evidence.key}
+    seeds = [(role, m.key) for role, m in s.seeds() if m.key not in forbidden]
     candidates = (
         [k for role, k in seeds if role == evidence.owner and k not in published],
         [k for _, k in seeds if k not in published and k != testimony.key],
@@ -209,4 +234,5 @@ def _cast(s: Scenario) -> Cast:
     return Cast(
         scenario_id=s.id, roles=tuple(roles), secret=secret, outsider=outsider,
         bystander=bystander, testimony=testimony, evidence=evidence, spare=spare,
+        decoy=_fact(s, decoys[0]) if decoys else None,
     )
