@@ -223,23 +223,6 @@ def audit_of(case: Case, *mediations: Mediation) -> pd.DataFrame:
     return _decided(case, mediations)[AUDIT_VIEW]
 
 
-def plot_decisions(case: Case) -> Any:
-    """Decisions per requester, stacked by action, from the case's audit trail (the operator's
-    view): a :class:`bureau.figures.CourseFigure`, so it renders as PNG in any notebook."""
-    from ..figures import new_figure
-
-    decided = case.audit().query("kind == 'decision'")
-    counts = decided.groupby(["requester", "action"]).size().unstack(fill_value=0)
-    fig = new_figure(7, 3)
-    ax = fig.add_subplot()
-    counts.plot.barh(stacked=True, ax=ax,
-                     title=f"{int(counts.to_numpy().sum())} decisions per requester "
-                           "(from the audit trail)")
-    ax.set_xlabel("decisions")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    return fig
-
-
 def same_question(case: Case) -> pd.DataFrame:
     """Ask the secret's question of its holder once per entry of
     :meth:`PurposeCast.requests`, each through the requester's own handle; one row per request. ``answer`` is what the requester got; ``action``, ``reasons``

@@ -92,6 +92,37 @@ def _check_counts(case: Case, answer: Any) -> Verdict:
     )
 
 
+def _answer_holder(case: Case) -> str | None:
+    """The role whose private space holds the card that answers the case file's question."""
+    cf = case.scenario.case_file
+    if cf is None:
+        return None
+    for role, cards in case.spaces().items():
+        if role != BOARD and any(all(t.casefold() in c.content.casefold() for t in cf.answer)
+                                 for c in cards):
+            return role
+    return None
+
+
+def _check_holder(case: Case, answer: Any) -> Verdict:
+    truth = _answer_holder(case)
+    if truth is None:
+        return not_yet("This case has no case file (or its answer is no longer in any private "
+                       "space): load a bundled scenario.")
+    if answer is None:
+        return not_yet("Replace `None` with a role's name, as a string.")
+    if answer not in case.role_names:
+        return not_yet(f"{answer!r} is not a role of this case; the roles are "
+                       f"{', '.join(case.role_names)}.")
+    if answer != truth:
+        return not_yet(f"The {answer}'s private space does not hold the answer. Read the spaces "
+                       "again: which card is about the case file's question?")
+    asker = case.scenario.case_file.asker
+    return passed(f"The {truth} holds it, and the {asker} cannot read the {truth}'s space: "
+                  f"that is the case. The next lessons make the moves that bring it to the "
+                  f"{asker}.")
+
+
 # -- lesson 01 --------------------------------------------------------------------------------
 GARDENER_Q = "What is the name of the gardener?"
 """A fact no shipped scenario holds (``tests/test_widgets.py`` checks each one), so whoever can
@@ -211,6 +242,23 @@ def _check_peek(case: Case, answer: Any) -> Verdict:
     )
 
 
+def _check_mole(case: Case, answer: Any) -> Verdict:
+    """Lesson 04's case, played: solved and not lost, read off the bureau's own score."""
+    from ...game import score
+
+    if case.scenario.case_file is None:
+        return not_yet("Play the lesson's case (`case`), which has a case file.")
+    s = score(case)
+    if s.lost:
+        return not_yet(f"{s.verdict()} A lost case stays lost: start a fresh one with "
+                       f"case = bureau.load_scenario({case.scenario.id!r}) and play again.")
+    if not s.solved:
+        return not_yet(f"{s.verdict()} Publish the card you trust and ask the "
+                       f"{case.scenario.case_file.asker} the case's question.")
+    return passed(f"{s.verdict()} You published by source, not by relevance: both tips were "
+                  "relevant, one of them was true.")
+
+
 # -- lesson 05 --------------------------------------------------------------------------------
 def _check_threshold(case: Case, answer: Any) -> Verdict:
     """``answer = {"result": <LabResult>, "threshold": <float>}``; ``case`` is not needed."""
@@ -247,28 +295,34 @@ EXERCISES: dict[str, Exercise] = {
             _check_counts,
         ),
         Exercise(
+            "00-holder",
+            "Who holds the answer?",
+            "holder = cast.holder  # or read the spaces: the card about the case file's question",
+            _check_holder,
+        ),
+        Exercise(
             "01-gardener",
-            "Tell only the suspect",
+            "Tell only the witness",
             'case.whisper(suspect, "The gardener is called Albert Finch.", topic="staff")',
             _check_gardener,
         ),
         Exercise(
             "02-suspect-question",
-            "A question only the suspect can answer",
-            "answer = cast.testimony.question  # the case's own question about the suspect's card",
+            "A question only the witness can answer",
+            "answer = cast.testimony.question  # the case's own question about the witness's card",
             _check_suspect_question,
         ),
         Exercise(
             "03-footprint",
             "Publish through a crash",
-            "footprint = case.seed_card(cast.evidence.key)  # the detective's boot-print card\n"
+            "evidence = case.seed_card(cast.evidence.key)  # the card to publish, in any case\n"
             "try:\n"
             "    with faults.armed(\"publish.before_mark_ready\"):\n"
-            "        case.publish(footprint.owner, footprint.id)\n"
+            "        case.publish(evidence.owner, evidence.id)\n"
             "except BureauError as exc:\n"
             "    print(\"crashed:\", exc.message)\n"
             "print(case.recover())\n"
-            "case.publish(footprint.owner, footprint.id)",
+            "case.publish(evidence.owner, evidence.id)",
             _check_footprint,
         ),
         Exercise(
@@ -279,6 +333,15 @@ EXERCISES: dict[str, Exercise] = {
             "except BureauError as exc:\n"
             "    caught = exc",
             _check_peek,
+        ),
+        Exercise(
+            "04-mole",
+            "Solve the mole's case",
+            "tip = case.seed_card(cast.secret.key)  # the informant's tip: a source you trust\n"
+            "case.publish(cast.holder, tip.id)\n"
+            "answer = case.interrogate(cast.outsider, case.scenario.case_file.question)\n"
+            "answer.text",
+            _check_mole,
         ),
         Exercise(
             "05-threshold",
