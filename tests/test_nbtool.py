@@ -145,19 +145,40 @@ def test_nav_only_rewrites_the_lessons_it_is_given(nbtool, course_copy: Path, mo
     assert {s.split(":")[0] for s in stale} == {"00_welcome.ipynb", "README.md"}
 
 
-def test_the_contents_gives_each_lessons_time_and_the_total(nbtool):
+def test_the_contents_gives_each_lessons_time_and_the_totals(nbtool):
     course = nbtool.present(NB_DIR)
     cell = nbtool.contents_cell(course)
     for le in course:
         mark = nbtool.DEEP_DIVE_MARK if le.deep_dive else ""
         assert f"| [{le.title}]({le.file}) | {mark}{le.summary} | {le.minutes} min |" in cell
-    total = sum(le.minutes for le in course if not le.deep_dive)
-    assert f"About {total // 60} h {total % 60:02d} min in all, the lessons without" in cell
+    core = sum(le.minutes for le in course if le.core)
+    assert f"**The core path**: the game, and the workshop's path, {core // 60} h " \
+        f"{core % 60:02d} min in all." in cell
+    # the core rows come before "Going further", every other row after it
+    further_at = cell.index("**Going further**")
+    for le in course:
+        assert (cell.index(f"[{le.title}]") < further_at) == le.core, le.file
+
+
+def test_the_core_path_is_the_game_and_fits_the_workshop(nbtool):
+    """Issue 49 §2-3: lessons 00-06 are the core path; it takes at most 150 minutes and each of
+    its lessons at most 25, by the time model; every deep dive and going-further lesson is out."""
+    course = nbtool.present(NB_DIR)
+    core = nbtool.core_path(course)
+    assert [le.file[:2] for le in core] == ["00", "01", "02", "03", "04", "05", "06"]
+    assert not any(le.deep_dive for le in core)
+    assert all(le.minutes is not None and le.minutes <= nbtool.CORE_LESSON_MINUTES for le in core)
+    assert sum(le.minutes for le in core) <= nbtool.CORE_MINUTES
+    for le in course:
+        if not le.core and not le.deep_dive:
+            assert "Going further" in le.title, le.file
+        if le.deep_dive:
+            assert "Deep dive" in le.title, le.file
 
 
 def test_deep_dives_sit_beside_their_lesson_outside_the_path(nbtool):
     """Issue 34 §6: a deep dive's navigation leads back to its lesson and on to the next one;
-    the main lessons' navigation skips it; the tables mark it and no total or count has it."""
+    the main lessons' navigation skips it; the tables mark it, outside the workshop's total."""
     course = nbtool.present(NB_DIR)
     dives = [i for i, le in enumerate(course) if le.deep_dive]
     assert len(dives) >= 3
@@ -170,9 +191,9 @@ def test_deep_dives_sit_beside_their_lesson_outside_the_path(nbtool):
         assert dive.file not in nbtool.nav_cell(i - 1, course)  # the lesson's own nav skips it
         assert f"[{course[i + 1].title} ▶]" in nbtool.nav_cell(i - 1, course)
     kit = nbtool.kit_table(course)
-    lessons = [le for le in course if not le.deep_dive]
-    assert f"| all {len(lessons)} lessons, without the deep dives |" in kit
-    assert kit.count("(deep dive, outside the workshop path)") == len(dives)
+    core = nbtool.core_path(course)
+    assert f"| **the workshop: the {len(core)} lessons of the core path** |" in kit
+    assert kit.count("| going further |") == len(course) - len(core)
     assert nbtool.readme_table(course).count(nbtool.DEEP_DIVE_MARK) == len(dives)
 
 
@@ -188,21 +209,29 @@ def test_a_lessons_opening_block_states_the_time_in_the_table(nbtool):
     assert opened >= 5
 
 
-def test_learner_minutes_adds_reading_running_and_doing(nbtool):
+def test_learner_minutes_counts_what_issue_49_names(nbtool):
+    """A lesson with a known count: 800 words (4 min at 200 a minute), a table and a figure
+    shown (a minute each; a print and an assignment show nothing), one exercise (8), the quiz
+    (3) and 90 s of running: 4 + 2 + 8 + 3 + 1.5 = 18.5, rounded up to 19."""
     nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell(nbtool.nav_cell(0)),
-        nbformat.v4.new_markdown_cell(" ".join(["word"] * nbtool.PROSE_WPM * 4) + " Predict"),
-        nbformat.v4.new_code_cell("\n".join(["x = 1"] * (nbtool.CODE_LINES_PER_MIN - 2))),
+        nbformat.v4.new_markdown_cell(nbtool.nav_cell(0)),  # generated: not counted
+        nbformat.v4.new_markdown_cell(" ".join(["word"] * nbtool.PROSE_WPM * 4)),
+        nbformat.v4.new_code_cell("x = 1\nprint(x)"),
+        nbformat.v4.new_code_cell("table = frame()\ntable"),
+        nbformat.v4.new_code_cell("display(figure())\ny = 2"),
         nbformat.v4.new_code_cell('check("01-whisper", case, None)'),
         nbformat.v4.new_code_cell('quiz("01", bureau)'),
     ])
-    minutes, parts = nbtool.learner_minutes(nb, run_seconds=60)
-    assert parts["words"] == nbtool.PROSE_WPM * 4 + 1 and parts["code lines"] == 10
-    raw = 4 + 1 / nbtool.PROSE_WPM + 1 + 1 + nbtool.PREDICT_MIN + nbtool.EXERCISE_MIN + nbtool.QUIZ_MIN
-    assert minutes == -(-raw // 5) * 5 and minutes % 5 == 0
+    minutes, parts = nbtool.learner_minutes(nb, run_seconds=90)
+    assert parts["words"] == nbtool.PROSE_WPM * 4 and parts["things shown"] == 2
+    assert (parts["exercises"], parts["quiz"]) == (nbtool.EXERCISE_MIN, nbtool.QUIZ_MIN)
+    assert minutes == 19
+    # Two exercises count twice (the old model gave a flat 8 minutes for any number).
+    nb.cells.insert(-1, nbformat.v4.new_code_cell('check("01-gardener", case)'))
+    assert nbtool.learner_minutes(nb, run_seconds=90)[0] == 27
     # A deep dive without an exercise or a quiz gets no time for them.
-    nb.cells = nb.cells[:-2]
-    assert nbtool.learner_minutes(nb, run_seconds=60)[1]["exercise and quiz"] == 0
+    nb.cells = nb.cells[:-3]
+    assert nbtool.learner_minutes(nb, run_seconds=90)[0] == 8
 
 
 def test_a_lesson_time_said_differently_anywhere_is_stale(nbtool, course_copy: Path):
@@ -213,14 +242,14 @@ def test_a_lesson_time_said_differently_anywhere_is_stale(nbtool, course_copy: P
     assert nbtool.nav(course_copy, write=False) == ([], [])
     path = course_copy / "05_measuring_leakage.ipynb"
     nb = nbformat.read(path, as_version=4)
-    minutes = nbtool.COURSE[5].minutes
+    minutes = next(le for le in nbtool.COURSE if le.file == path.name).minutes
     assert f"**Time** · about {minutes} min" in nb.cells[1].source
     nb.cells[1].source = nb.cells[1].source.replace(f"about {minutes} min", "about 35 min")
     nbformat.write(nb, path)
     kit = course_copy / "INSTRUCTOR.md"
-    row = f"(00_welcome.ipynb) | {nbtool.COURSE[0].minutes} min |"
+    row = f"(00_welcome.ipynb) | core path | {nbtool.COURSE[0].minutes} min |"
     assert row in kit.read_text(encoding="utf-8")
-    kit.write_text(kit.read_text(encoding="utf-8").replace(row, "(00_welcome.ipynb) | 15–20 min |"),
+    kit.write_text(kit.read_text(encoding="utf-8").replace(row, "(00_welcome.ipynb) | core path | 15–20 min |"),
                    encoding="utf-8")
     stale, _ = nbtool.nav(course_copy, write=False)
     assert stale == ["05_measuring_leakage.ipynb: navigation, contents or time out of date with "

@@ -44,17 +44,25 @@ SCENARIO_LESSONS = [NB_DIR / n for n in (
 """Lessons whose code and exercises follow the ``scenario`` parameter (through ``Cast``). They
 are the operator's lessons, so each shows the console; later lessons show it only where it does
 what they teach (issue 21 §3: lesson 04 attacks through agent handles, which the console has not)."""
-LATER_SCENARIO_LESSONS = [NB_DIR / n for n in ("04_attacks.ipynb", "06_llm_voice.ipynb",
-                                               "07_purpose_bound.ipynb", "09_closing.ipynb")]
+LATER_SCENARIO_LESSONS = [NB_DIR / n for n in (
+    "04_attacks.ipynb", "05_measuring_leakage.ipynb", "06_llm_voice.ipynb",
+    "07_purpose_bound.ipynb", "09_closing.ipynb")]
 """Later lessons that take a ``scenario`` too and read every role and card from the cast, the
-attack target or lesson 07's cast of roles and policy labels (issue 34 §7)."""
+attack target or lesson 07's cast of roles and policy labels (issue 34 §7). Lesson 04 plays a
+second case, ``the-mole`` by default: every bundled case has a mole and a decoy (issue 49 §2)."""
+CORE_LESSONS = [NB_DIR / n for n in (
+    "00_welcome.ipynb", "01_whisper.ipynb", "02_interrogate.ipynb", "03_publish.ipynb",
+    "04_attacks.ipynb", "05_measuring_leakage.ipynb", "06_llm_voice.ipynb")]
+"""The core path (issue 49): each plays the case of its ``scenario`` parameter."""
 OTHER_SCENARIOS = ["the-mole", "ward-seven"]
 WORKED_EXAMPLE = ("suspect", "0427", "footprint", "cctv", "safe-code")
 """Safe-combination names no output may show when a lesson runs with another scenario."""
-WITHOUT_CONSOLE = {"04_attacks.ipynb", "07_purpose_bound.ipynb", "08_beyond_the_board.ipynb"}
-"""Lessons that teach actions the console does not have (04: agent handles; 07: consult, grants, revocation; 08:
+WITHOUT_CONSOLE = {"05_measuring_leakage.ipynb", "06_llm_voice.ipynb", "07_purpose_bound.ipynb",
+                   "08_beyond_the_board.ipynb"}
+"""Lessons that teach what the console does not do (05: measuring a pool and a benchmark; 06:
+a model's payload and injections, through agent handles; 07: consult, grants, revocation; 08:
 runs, promotion, task scopes), so it would be decoration there (issue 21 §3: it earns its place
-or leaves). Lessons 05 and 06 open it on the action they teach: asking as an agent."""
+or leaves). Lessons 00-04 play the case in it, and 09 wires an agent loop beside it."""
 KNOWN_UNUSED_IMPORTS: dict[str, set[str]] = {}
 """Imports a lesson may leave unused (none: every lesson imports only what it uses)."""
 
@@ -168,6 +176,18 @@ def test_every_notebook_that_takes_a_scenario_runs_with_every_other():
     assert set(SCENARIO_LESSONS + LATER_SCENARIO_LESSONS) <= takes
     assert {p for p, _ in SCENARIO_RUNS} == takes
     assert all(len([s for q, s in SCENARIO_RUNS if q == p]) == len(BUNDLED) - 1 for p in takes)
+
+
+def test_the_core_path_plays_the_case_of_its_scenario_parameter():
+    """Issue 49: lessons 00-06 each take ``scenario`` and open that case; the course table's
+    core rows are exactly these lessons."""
+    core = {le.file for le in _nbtool().COURSE if le.core}
+    assert core == {p.name for p in CORE_LESSONS}
+    for path in CORE_LESSONS:
+        assert _default_scenario(path), f"{path.name} takes no scenario parameter"
+        code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                         if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
+        assert re.search(r"\(\[?scenario\b|== scenario\b", code), f"{path.name} ignores scenario"
 
 
 @pytest.mark.slow
@@ -339,7 +359,7 @@ def test_stage_notebook_uses_only_the_stage():
 JARGON = ["bureau", "case", "role", "tenant", "memory X-ray", "saga", "compensation", "cleanup task",
           "float32", "ulp", "AUROC", "random draw", "random baseline", "HMAC",
           "semantic memory", "episodic memory", "procedural memory", "hot-path write",
-          "background write"]
+          "background write", "case file", "mole", "decoy"]
 """Terms a newcomer cannot guess: each has a glossary entry, and its first use in the course is
 a definition (bold, as a "Jargon:" note is) or a link to the glossary."""
 

@@ -34,6 +34,8 @@ from typing import NamedTuple
 import nbformat
 
 CHECK = "# NBVAL_CHECK_OUTPUT"
+CHECK_TAG = "nbval-check-output"
+"""nbval's cell tag for the same mark (issue 50 §6: a tag, not a comment in the learner's code)."""
 KERNELSPEC = {"display_name": "Python 3 (bureau)", "language": "python", "name": "python3"}
 NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -48,9 +50,15 @@ class Lesson(NamedTuple):
     summary: str
     """One line: what the lesson teaches (the contents and notebooks/README.md show it)."""
     minutes: int | None = None
-    """A learner's time for the lesson, measured with ``nbtool.py time`` (reading, running, the
-    exercise and the quiz; :func:`learner_minutes` says how); lesson 00's contents shows it.
+    """A learner's time for the lesson, from :func:`learner_minutes` (reading, what it shows,
+    the exercise and the quiz, and ``run_s``); every header and table shows this number.
     ``None`` until someone has measured the lesson."""
+    run_s: int = 0
+    """The lesson's cells' run time, seconds, measured on a 2-core machine (``nbtool.py time``):
+    with the notebook itself it gives ``minutes`` exactly (``stale_times`` checks it)."""
+    core: bool = False
+    """A lesson of the **core path** (the workshop's, 00-06: the game). The rest goes further:
+    other lessons and every deep dive, outside the workshop path (issue 49 §2)."""
     deep_dive: bool = False
     """A **deep dive** (``NNb_<topic>.ipynb``, titled "NNb · Deep dive: …"): the second half of
     lesson NN, outside the workshop path. Navigation links it from and back to its lesson, the
@@ -59,58 +67,70 @@ class Lesson(NamedTuple):
 
 
 COURSE: list[Lesson] = [
-    Lesson("00_welcome.ipynb", "00 · Welcome to the Bureau",
-           "environment check (offline, hash-pinned model), vocabulary, the console", 25),
-    Lesson("01_whisper.ipynb", "01 · Whisper: private memory",
-           "writing a private card; what each role can read", 20),
-    Lesson("02_interrogate.ipynb", "02 · Interrogate: the memory X-ray",
-           "embeddings and cosine scores; the memory X-ray: scopes, scores, threshold, misses, "
-           "latency", 25),
-    Lesson("03_publish.ipynb", "03 · Publish: the saga in slow motion",
-           "publishing, the first way out of a private space: the saga behind it, a crash and "
-           "`case.recover()`", 25),
-    Lesson("04_attacks.ipynb", "04 · Attacks that fail, and why",
-           "prompt injection, injected cards, cross-case publish, tampering, stage peeking, "
-           "timing, each shown failing with the reason", 30),
-    Lesson("05_measuring_leakage.ipynb", "05 · Measuring leakage: relevance vs chance on MAGPIE",
-           "the leak rate by hand, beside a random draw; the ROC of relevance; what a relevance "
-           "threshold costs: relevance is not authorisation", 30),
+    Lesson("00_welcome.ipynb", "00 · Welcome to the Bureau: your first case",
+           "check the environment; read a case file (goal, rules, moves); who can read what",
+           22, run_s=12, core=True),
+    Lesson("01_whisper.ipynb", "01 · Whisper: a private note, and a first move",
+           "write a private card; what each role can read; why nobody writes the board", 19,
+           run_s=12, core=True),
+    Lesson("02_interrogate.ipynb", "02 · Interrogate: why the detective does not know",
+           "embeddings and cosine scores; the memory X-ray; known is not true", 22, run_s=10, core=True),
+    Lesson("03_publish.ipynb", "03 · Publish: solve the case, and survive a crash",
+           "a sourced copy solves the case; the publish saga, a crash and `case.recover()`",
+           21, run_s=9, core=True),
+    Lesson("04_attacks.ipynb", "04 · The mole strikes",
+           "a mole's attacks fail at the boundary, with the reason; a decoy published loses the "
+           "case: publish by source", 21, run_s=13, core=True),
+    Lesson("04b_attack_families.ipynb",
+           "04b · Deep dive: every attack family, side channels included",
+           "tampering with every name and id; timing a guess against chance; every attack, its "
+           "mechanism and its actor", 21, run_s=21, deep_dive=True),
+    Lesson("05_measuring_leakage.ipynb",
+           "05 · Measuring leakage: how often would a shared pool have lost?",
+           "the game under a shared pool, beside chance; MAGPIE: the leak rate by hand, the ROC "
+           "of relevance, what a threshold costs", 20, run_s=32, core=True),
     Lesson("05b_agentsocialbench.ipynb",
            "05b · Deep dive: AgentSocialBench, where relevance is a hint",
-           "a second benchmark whose shared pool leaks less than random and still leaks; what "
-           "publishing abstractions costs in recall", 15, deep_dive=True),
-    Lesson("06_llm_voice.ipynb",
-           "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
-           "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
-           "measured against a naive shared memory", 30),
+           "a second benchmark: what a stronger hint changes, and what it does not; what "
+           "publishing abstractions costs in recall", 13, run_s=48, deep_dive=True),
+    Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
+           "a model phrases only what the bureau decided; injections aimed at it fail, measured "
+           "against a shared pool; the core path in four lines", None, core=True),
     Lesson("06b_injection_in_the_wild.ipynb",
            "06b · Deep dive: a tool-calling agent and attacks nobody here wrote",
            "the attacker's own agent driving its handle's tools; AgentDojo's attack templates; "
-           "published attack success rates, read in the right column", 10, deep_dive=True),
-    Lesson("07_purpose_bound.ipynb", "07 · Purpose-bound memory: withhold, abstract or reveal",
+           "published attack success rates, read in the right column", 8, run_s=25, deep_dive=True),
+    Lesson("07_purpose_bound.ipynb",
+           "07 · Going further: purpose-bound memory: withhold, abstract or reveal",
            "who asks, for whom and why: a policy decides per card, with an audit trail, grants "
-           "that expire, revocation and a disclosure budget", 30),
+           "and a disclosure budget; policy e on MAGPIE", 28, run_s=17),
+    Lesson("07b_forgetting.ipynb", "07b · Deep dive: revoked, forgotten, and gone from the disk",
+           "revocation on every read path; forgetting that reaches the disk when sealed", 16,
+           run_s=26, deep_dive=True),
     Lesson("08_beyond_the_board.ipynb",
-           "08 · Beyond the bulletin board: trust tiers and memory poisoning",
+           "08 · Going further: trust tiers and memory poisoning",
            "untrusted tool output that never reaches long-term memory, promotion rules, the "
-           "poisoning lab", 30),
+           "poisoning lab", 28, run_s=33),
     Lesson("08b_task_scopes.ipynb", "08b · Deep dive: task scopes, one shared notebook",
            "a three-role task scope: invitations, one writer's loop, two processes editing one "
-           "key and converging, a removed member", 15, deep_dive=True),
-    Lesson("09_closing.ipynb", "09 · Closing: what to take home",
-           "the four big ideas, a design checklist, how peer memory libraries scope memory and "
-           "where their isolation bugs came from, wiring an agent loop to a handle, a "
-           "LangGraph-style namespace store ported onto a handle", 30),
+           "key and converging, a removed member", 10, run_s=25, deep_dive=True),
+    Lesson("09_closing.ipynb", "09 · Going further: what to take home",
+           "a design checklist, how peer memory libraries scope memory and where their "
+           "isolation bugs came from, an agent loop on a handle, a namespace store ported onto "
+           "a handle", 26, run_s=17),
 ]
-"""The course, in order: the one table navigation and contents are generated from. A deep dive
-sits right after its lesson."""
+"""The course, in order: the one table navigation, contents, the kit's times and the site's
+index are generated from. A deep dive sits right after its lesson."""
 LESSON_GLOB = "[0-9][0-9]_*.ipynb"
 """The workshop's lessons (``05_measuring_leakage.ipynb``)."""
 DEEP_DIVE_GLOB = "[0-9][0-9][a-z]_*.ipynb"
 """The deep dives (``05b_agentsocialbench.ipynb``): run, tested and published as lessons are."""
 MAIN_PROSE_WORDS, MAIN_MINUTES = 1800, 30
-"""Issue 34 §6: a lesson's main path fits one sitting: at most this many words of prose and
-this many learner-minutes; what does not fit goes to a deep dive."""
+"""Issue 34 §6: a lesson fits one sitting: at most this many words of prose and this many
+learner-minutes; what does not fit goes to a deep dive."""
+CORE_MINUTES, CORE_LESSON_MINUTES = 150, 25
+"""Issue 49 §3: the core path (the workshop's) takes at most 150 minutes, each of its lessons at
+most 25, by :func:`learner_minutes`."""
 
 
 def course_notebooks(nb_dir: Path = NB_DIR) -> list[Path]:
@@ -120,8 +140,13 @@ def course_notebooks(nb_dir: Path = NB_DIR) -> list[Path]:
 
 
 def main_path(course: list[Lesson]) -> list[Lesson]:
-    """The workshop's lessons: ``course`` without its deep dives."""
+    """The numbered lessons, without the deep dives: the chain navigation follows."""
     return [le for le in course if not le.deep_dive]
+
+
+def core_path(course: list[Lesson]) -> list[Lesson]:
+    """The workshop's path: the core lessons (the game)."""
+    return [le for le in course if le.core]
 
 
 def parent_of(dive: Lesson, course: list[Lesson]) -> Lesson:
@@ -132,6 +157,8 @@ STAGE = ("stage.ipynb", "the projector view alone, for Voilà (`make stage`); se
 NAV_OPEN, NAV_CLOSE = "<!--NAVIGATION-->", "<!--/NAVIGATION-->"
 TOC_OPEN, TOC_CLOSE = "<!--CONTENTS-->", "<!--/CONTENTS-->"
 TIMES_OPEN, TIMES_CLOSE = "<!--TIMES-->", "<!--/TIMES-->"
+COURSE_OPEN, COURSE_CLOSE = "<!--COURSE-->", "<!--/COURSE-->"
+"""The project README's course table, generated from ``COURSE`` like the rest."""
 """The instructor kit's table of lesson times, generated from ``COURSE`` like the contents."""
 TIME_LINE = re.compile(r"(\*\*Time\*\* · about )(\d+)( min)")
 """A lesson header's time; its number comes from ``COURSE`` (issue 34 §2: one source)."""
@@ -139,7 +166,8 @@ CONTENTS_LINK = "[Contents](00_welcome.ipynb#Contents) · [Glossary](GLOSSARY.md
 
 
 def is_checked(cell: nbformat.NotebookNode) -> bool:
-    return cell.cell_type == "code" and CHECK in cell.source
+    tags = cell.get("metadata", {}).get("tags", [])
+    return cell.cell_type == "code" and (CHECK_TAG in tags or CHECK in cell.source)
 
 
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -209,9 +237,9 @@ def executed_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
             table = data.get("text/html", "")
             table = table if isinstance(table, str) else "".join(table)
             for cell_html in TABLE_CELL.findall(table) if "<table" in table else []:
-                shown = html.unescape(re.sub(r"<[^>]+>", "", cell_html)).strip()
-                if shown.endswith(("...", "…")):
-                    found.append(f"{name} cell {i}: a table cell cut short: {shown[-60:]!r}")
+                seen = html.unescape(re.sub(r"<[^>]+>", "", cell_html)).strip()
+                if seen.endswith(("...", "…")):
+                    found.append(f"{name} cell {i}: a table cell cut short: {seen[-60:]!r}")
             if NOT_SHOWN in text:
                 line = next(ln for ln in text.splitlines() if NOT_SHOWN in ln)
                 found.append(f"{name} cell {i}: a demo without its effect: {line[:160]}")
@@ -249,68 +277,31 @@ def execute(paths: list[Path], timeout: int = 300) -> None:
         print(f"executed and cleaned {path}")
 
 
-# -- a learner's time per lesson ----------------------------------------------------------------
-PROSE_WPM = 150
-"""Reading speed for the lessons' prose: technical text read to be understood, slower than the
-200-250 words a minute usually quoted for plain prose."""
-CODE_LINES_PER_MIN = 10
-"""Reading speed for code cells (a line every six seconds)."""
-PREDICT_MIN, EXERCISE_MIN, QUIZ_MIN = 1, 5, 3
-"""Thinking and typing: per "Predict" prompt (write a guess down), for the exercise, for the
-quiz."""
-
-
-def learner_minutes(nb: nbformat.NotebookNode, run_seconds: float) -> tuple[int, dict[str, float]]:
-    """A learner's minutes for one lesson, rounded up to 5, and how they add up.
-
-    Reading is counted from the notebook (words of prose, lines of code, skipping the generated
-    navigation and contents); running is the measured kernel time of a top-to-bottom run; the
-    rest is a fixed allowance for each predict prompt, the exercise and the quiz (when the
-    notebook has them: a deep dive may have neither). An estimate, said as one: the learner's
-    reading speed is the largest unknown.
-    """
-    prose = code = predicts = 0
-    sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    doing = (EXERCISE_MIN if re.search(r"\bcheck\(", sources) else 0) + \
-        (QUIZ_MIN if re.search(r"\bquiz\(", sources) else 0)
-    for cell in nb.cells:
-        if cell.source.startswith((NAV_OPEN, TOC_OPEN)):
-            continue
-        if cell.cell_type == "markdown":
-            prose += len(re.findall(r"[A-Za-z0-9']+", cell.source))
-            predicts += cell.source.count("Predict")
-        elif cell.cell_type == "code":
-            code += len([ln for ln in cell.source.splitlines() if ln.strip()])
-    parts = {
-        "reading prose": prose / PROSE_WPM,
-        "reading code": code / CODE_LINES_PER_MIN,
-        "running": run_seconds / 60,
-        "predicting": predicts * PREDICT_MIN,
-        "exercise and quiz": doing,
-    }
-    total = sum(parts.values())
-    return int(-(-total // 5) * 5), {**parts, "words": prose, "code lines": code}
-
-
-RUN_ALLOWANCE_S = 90
-"""The most a lesson's cells take to run for a learner (the slowest measured 83 s on a loaded
-2-core machine): a ``COURSE`` time between the reading alone and the reading plus this is
-current; outside it, the prose or code changed since the lesson was timed."""
+# -- a learner's time per lesson: tools/lesson_time.py ------------------------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson_time import (  # noqa: E402, F401  (a sibling script; re-exported for the tests)
+    EXERCISE_MIN,
+    PROSE_WPM,
+    QUIZ_MIN,
+    SHOWN_MIN,
+    learner_minutes,
+    shown,
+    time_rule,
+)
 
 
 def stale_times(nb_dir: Path = NB_DIR) -> list[str]:
-    """Lessons whose ``COURSE`` minutes the notebook as it stands no longer gives (issue 34 §2:
-    one source for a lesson's time, and it is what ``nbtool.py time`` computes). Reading is
-    recomputed here without a kernel; the unknown run time is bounded by ``RUN_ALLOWANCE_S``."""
+    """Lessons whose ``COURSE`` minutes the notebook as it stands no longer gives (issue 34 §2,
+    49 §3: one source for a lesson's time): recomputed here from the notebook and the row's
+    measured ``run_s``, without a kernel."""
     stale = []
     for le in present(nb_dir):
         if le.minutes is None:
             continue
         nb = nbformat.read(nb_dir / le.file, as_version=4)
-        low, high = learner_minutes(nb, 0)[0], learner_minutes(nb, RUN_ALLOWANCE_S)[0]
-        if not low <= le.minutes <= high:
-            span = f"{low}" if low == high else f"{low}–{high}"
-            stale.append(f"{le.file}: COURSE says {le.minutes} min, the notebook gives {span} "
+        got = learner_minutes(nb, le.run_s)[0]
+        if got != le.minutes:
+            stale.append(f"{le.file}: COURSE says {le.minutes} min, the notebook gives {got} "
                          "(run `python tools/nbtool.py time` on it and update its row)")
     return stale
 
@@ -356,7 +347,7 @@ def _minutes(le: Lesson) -> str:
     return f"{le.minutes} min" if le.minutes else "not yet timed"
 
 
-DEEP_DIVE_MARK = "**Deep dive**, outside the workshop path: "
+DEEP_DIVE_MARK = "**Deep dive**: "
 """How the contents, README and kit tables mark a deep dive's row."""
 
 
@@ -364,51 +355,88 @@ def _summary(le: Lesson) -> str:
     return DEEP_DIVE_MARK + le.summary if le.deep_dive else le.summary
 
 
-def _dives_note(course: list[Lesson]) -> str:
-    dives = [le for le in course if le.deep_dive]
-    return (f" The {len(dives)} deep dives add {sum(le.minutes or 0 for le in dives)} min for "
-            "whoever wants more; no lesson needs them." if dives else "")
+def _total(lessons: list[Lesson]) -> str:
+    total = sum(le.minutes or 0 for le in lessons)
+    return f"{total // 60} h {total % 60:02d} min"
+
+
+def _track(le: Lesson) -> str:
+    """Which track a row belongs to: the core path (the workshop's), or going further."""
+    return "core path" if le.core else "going further"
 
 
 def contents_cell(course: list[Lesson] | None = None) -> str:
     """Lesson 00's contents, the course map with each lesson's time (its ``## Contents`` heading
-    is the target of every nav link)."""
+    is the target of every nav link): the core path first, then what goes further."""
     course = COURSE if course is None else course
-    rows = "\n".join(f"| [{le.title}]({le.file}) | {_summary(le)} | {_minutes(le)} |"
-                     for le in course)
-    total = sum(le.minutes or 0 for le in main_path(course))
+    core, further = core_path(course), [le for le in course if not le.core]
+
+    def rows(lessons: list[Lesson]) -> str:
+        return "\n".join(f"| [{le.title}]({le.file}) | {_summary(le)} | {_minutes(le)} |"
+                          for le in lessons)
+
+    head = "| lesson | you will learn | time |\n|---|---|---|\n"
     return (
-        f"{TOC_OPEN}\n## Contents\n\n| lesson | you will learn | time |\n|---|---|---|\n{rows}\n\n"
-        f"About {total // 60} h {total % 60:02d} min in all, the lessons without their deep "
-        f"dives.{_dives_note(course)} A time is a learner's: reading at "
-        f"{PROSE_WPM} words a minute, running every cell (measured on a 2-core machine), "
-        f"{PREDICT_MIN} min per prediction and {EXERCISE_MIN + QUIZ_MIN} min for the exercise "
-        f"and quiz (`tools/nbtool.py time` recounts it). The projector view for a classroom is "
-        f"`notebooks/{STAGE[0]}` (`make stage` serves it).\n{TOC_CLOSE}"
+        f"{TOC_OPEN}\n## Contents\n\n**The core path**: the game, and the workshop's path, "
+        f"{_total(core)} in all.\n\n{head}{rows(core)}\n\n**Going further**: lessons and deep "
+        f"dives for whoever wants more, outside the workshop path ({_total(further)} in "
+        f"all; none of the core lessons needs them).\n\n{head}{rows(further)}\n\n"
+        f"{time_rule()} The projector view for a classroom is `notebooks/{STAGE[0]}` "
+        f"(`make stage` serves it).\n{TOC_CLOSE}"
     )
 
 
 def readme_table(course: list[Lesson] | None = None) -> str:
     """The lesson table of notebooks/README.md, between the contents markers."""
     course = COURSE if course is None else course
-    rows = [f"| [`{le.file}`]({le.file}) | {_summary(le)} | {_minutes(le)} |" for le in course]
-    rows.append(f"| [`{STAGE[0]}`]({STAGE[0]}) | {STAGE[1]} | |")
-    return f"{TOC_OPEN}\n| notebook | what it teaches | time |\n|---|---|---|\n" + \
-        "\n".join(rows) + f"\n{TOC_CLOSE}"
+    rows = [f"| [`{le.file}`]({le.file}) | {_track(le)} | {_summary(le)} | {_minutes(le)} |"
+            for le in course]
+    rows.append(f"| [`{STAGE[0]}`]({STAGE[0]}) | classroom | {STAGE[1]} | |")
+    return (f"{TOC_OPEN}\n| notebook | track | what it teaches | time |\n|---|---|---|---|\n"
+            + "\n".join(rows) + f"\n\nThe core path takes {_total(core_path(course))}. "
+            f"{time_rule()}\n{TOC_CLOSE}")
 
 
 def kit_table(course: list[Lesson] | None = None) -> str:
     """The instructor kit's table: each lesson's minutes, the same number its header and the
-    lessons table show."""
+    lessons table show; the workshop's path is the core path."""
     course = present() if course is None else course
-    rows = "\n".join(f"| [{le.title}]({le.file}) | {_minutes(le)}"
-                     f"{' (deep dive, outside the workshop path)' if le.deep_dive else ''} |"
-                     for le in course)
-    lessons = main_path(course)
-    total = sum(le.minutes or 0 for le in lessons)
-    return (f"{TIMES_OPEN}\n| lesson | a learner's time (`tools/nbtool.py time`) |\n|---|---|\n"
-            f"{rows}\n| all {len(lessons)} lessons, without the deep dives | "
-            f"{total // 60} h {total % 60} min |\n{TIMES_CLOSE}")
+    rows = "\n".join(f"| [{le.title}]({le.file}) | {_track(le)} | {_minutes(le)} |"
+                      for le in course)
+    core = core_path(course)
+    return (f"{TIMES_OPEN}\n| lesson | track | a learner's time |\n|---|---|---|\n{rows}\n"
+            f"| **the workshop: the {len(core)} lessons of the core path** | | "
+            f"**{_total(core)}** |\n\n{time_rule()}\n{TIMES_CLOSE}")
+
+
+def front_table(course: list[Lesson] | None = None) -> str:
+    """The project README's course table: the core path, each lesson's time, then what goes
+    further (issue 49 §3, §5: the front door states the times the lessons do)."""
+    course = present() if course is None else course
+    core = core_path(course)
+    rows = [f"| [`{Path(le.file).stem}`](notebooks/{le.file}) | {le.summary} | {_minutes(le)} |"
+            for le in core]
+    further = ", ".join(f"[`{Path(le.file).stem}`](notebooks/{le.file})"
+                        for le in course if not le.core)
+    return (f"{COURSE_OPEN}\n**The core path**, the game and the workshop ({_total(core)}):\n\n"
+            "| lesson | what you do | time |\n|---|---|---|\n" + "\n".join(rows) +
+            f"\n\n**Going further**, for whoever wants more: {further}.\n{COURSE_CLOSE}")
+
+
+def _sync_block(path: Path, opened: str, closed: str, block: str, write: bool,
+                stale: list[str], broken: list[str], what: str) -> None:
+    """Replace the text between ``opened`` and ``closed`` in ``path`` with ``block`` (``what``:
+    what the block holds, for the reports)."""
+    if not path.exists():
+        return
+    text = path.read_text(encoding="utf-8")
+    found = re.search(re.escape(opened) + r".*?" + re.escape(closed), text, re.S)
+    if found is None:
+        broken.append(f"{path.name}: no {opened} … {closed} block for {what}")
+    elif found.group(0) != block:
+        stale.append(f"{path.name}: {what} out of date with COURSE")
+        if write:
+            path.write_text(text[: found.start()] + block + text[found.end():], encoding="utf-8")
 
 
 def _set_time(nb: nbformat.NotebookNode, lesson: Lesson) -> None:
@@ -473,17 +501,12 @@ def nav(nb_dir: Path = NB_DIR, write: bool = True,
         if write and only is None:
             new = text[: block.start()] + readme_table(course) + text[block.end():]
             readme.write_text(new, encoding="utf-8")
-    kit = nb_dir / "INSTRUCTOR.md"
-    if kit.exists():
-        text = kit.read_text(encoding="utf-8")
-        block = re.search(re.escape(TIMES_OPEN) + r".*?" + re.escape(TIMES_CLOSE), text, re.S)
-        if block is None:
-            broken.append(f"{kit.name}: no {TIMES_OPEN} … {TIMES_CLOSE} block for lesson times")
-        elif block.group(0) != kit_table(course):
-            stale.append(f"{kit.name}: lesson times out of date with COURSE")
-            if write and only is None:
-                kit.write_text(text[: block.start()] + kit_table(course) + text[block.end():],
-                               encoding="utf-8")
+    write_docs = write and only is None
+    _sync_block(nb_dir / "INSTRUCTOR.md", TIMES_OPEN, TIMES_CLOSE, kit_table(course), write_docs,
+                stale, broken, "lesson times")
+    if nb_dir == NB_DIR:  # the project README (a copied course folder has none beside it)
+        _sync_block(NB_DIR.parent / "README.md", COURSE_OPEN, COURSE_CLOSE, front_table(course),
+                    write_docs, stale, broken, "the course table")
     return stale, broken
 
 

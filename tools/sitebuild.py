@@ -484,26 +484,28 @@ def lessons_index(nb_dir: Path = NOTEBOOKS, repo: str | None = None, ref: str = 
     """The index's list of lessons: each once, with its time (``COURSE``, the number every
     lesson header and the instructor kit show), what the learner will be able to do (the
     lesson's own header) and, when the repository is known, a link that runs it on Binder."""
+    nbtool = _nbtool()
     rows: dict[bool, list[str]] = {False: [], True: []}
-    course = _nbtool().present(nb_dir)
+    course = nbtool.present(nb_dir)
     for le in course:
         nb = nbformat.read(nb_dir / le.file, as_version=4)
         stem = Path(le.file).stem
         time_ = f"about {le.minutes} min" if le.minutes else "not yet timed"
-        mark = "deep dive, outside the workshop path · " if le.deep_dive else ""
+        mark = "deep dive · " if le.deep_dive else ""
         launch = (f" · [run it on Binder]({BINDER.format(repository=repo, ref=ref, file=le.file)})"
                   if repo else "")
-        rows[le.deep_dive].append(f"- **{{doc}}`{le.title} <lessons/{stem}>`** · {mark}{time_}"
-                                  f"{launch}  \n"
-                                  f"  *You will be able to* {able_to(nb) or le.summary + '.'}")
-    total = sum(le.minutes or 0 for le in course if not le.deep_dive)
+        rows[le.core].append(f"- **{{doc}}`{le.title} <lessons/{stem}>`** · {mark}{time_}"
+                             f"{launch}  \n"
+                             f"  *You will be able to* {able_to(nb) or le.summary + '.'}")
     note = ("" if repo else "\n\nLaunch links to a hosted notebook service appear when the "
             "site is built from a GitHub clone (`GITHUB_REPOSITORY`, or an `origin` on GitHub).")
-    dives = ("\n\n**Deep dives**, outside the workshop path: the second half of a lesson, for "
-             "whoever wants more (no lesson needs them, and no total counts them).\n\n"
-             + "\n".join(rows[True])) if rows[True] else ""
-    return ("\n".join(rows[False]) + f"\n\nAbout {total // 60} h {total % 60:02d} min in all, "
-            "counted as lesson 00's contents says." + dives + note)
+    further = ("\n\n**Going further**, outside the workshop path: lessons and deep dives for "
+               "whoever wants more (no core lesson needs them; "
+               f"{nbtool._total([le for le in course if not le.core])} in all).\n\n"
+               + "\n".join(rows[False])) if rows[False] else ""
+    return (f"**The core path**, the game and the workshop's path "
+            f"({nbtool._total(nbtool.core_path(course))} in all):\n\n" + "\n".join(rows[True])
+            + f"\n\n{nbtool.time_rule()}" + further + note)
 
 
 def lessons(nb_dir: Path = NOTEBOOKS) -> list[Path]:
