@@ -66,14 +66,16 @@ def _physical_cores() -> int | None:
 
 
 def threads_for(cores: int | None = None, physical: int | None = None) -> int:
-    """Threads for the model: 1 on two cores or fewer, else physical cores less one."""
+    """Threads for the model: 1 on two cores or fewer, else physical cores less one. Without
+    arguments, this machine's: the cores this process may use, the physical ones read from
+    /proc/cpuinfo."""
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
+        physical = physical or _physical_cores()
     if cores <= 2:
         return 1
-    physical = min(physical or _physical_cores() or cores, cores)
-    return max(1, physical - 1)
+    return max(1, min(physical or cores, cores) - 1)
 
 
 @dataclass
