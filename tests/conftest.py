@@ -40,7 +40,7 @@ MODEL_FIXTURES = {"bureau", "case", "encoder"}
 _CHILD_STORES = (r"\b(Bureau\.open|run_python|finish|execute_notebook|opener)\s*\(|\"-m\",\s*\"bureau\b"
                  r"|\bOPENERS\b")
 _CHILDREN = (r"\bsubprocess\.(run|Popen|check_call|check_output)\(\s*\[\s*(sys\.executable|str\("
-             r"Path\(sys\.executable\))|\b(start_server|_server_account)\s*\(|\bLocalVoice\.of\(")
+             r"Path\(sys\.executable\))|\b(start_server|_server_account)\s*\(|\bLocalVoice\.of\(|\bBUREAU_VOICE_GGUF\b")
 """A child Python process (a store of its own, a hub, a lab, the local voice's model server), a
 seekdb server or the server's system account: never in the quick loop (`make check` stays under
 a minute and starts no store, hub or browser, and creates no account)."""

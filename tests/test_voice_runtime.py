@@ -118,3 +118,36 @@ def test_the_chat_endpoint_asks_for_the_key_too(voice):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=30)
     assert e.value.code == 401
+
+
+def test_a_lesson_voice_from_bureau_voice_gguf(monkeypatch):
+    """What lesson 06 does with BUREAU_VOICE_GGUF set: its roles speak through the local model,
+    and closing the voice stops it and gives the bureau its previous responder back."""
+    from types import SimpleNamespace
+
+    from bureau.course import real_voice
+    from bureau.settings import Settings
+    from bureau.standin.model import use_voice
+
+    monkeypatch.delenv("BUREAU_LLM_MODEL", raising=False)
+    monkeypatch.setenv("BUREAU_VOICE_GGUF", str(bundled_test_model()))
+    monkeypatch.setenv("BUREAU_VOICE_TIMEOUT", "120")
+    before = EvidenceResponder()
+    bureau = SimpleNamespace(settings=Settings(), responder=before)
+    with use_voice(bureau) as voice:
+        assert voice.is_local and not voice.is_standin and voice.local.running
+        assert isinstance(bureau.responder, LLMResponder) and bureau.responder.timeout_s == 120
+        assert "served on 127.0.0.1 by llama.cpp" in voice.label
+        assert real_voice.status(voice).startswith("The roles' voice: SmolLM2")
+        shown = real_voice.overruled(voice, tries=1)  # SmolLM2 writes prose: rejected
+        assert shown.live and shown.rule and shown.answer != shown.reply
+        pid = voice.local.pid
+    assert bureau.responder is before
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    monkeypatch.delenv("BUREAU_VOICE_GGUF")
+    with use_voice(bureau) as voice:  # no file: the stand-in, and the recipe
+        assert voice.is_standin and "BUREAU_VOICE_GGUF=" in real_voice.status(voice)
+        replayed = real_voice.overruled(voice)
+        assert not replayed.live and replayed.rule == "ties the question to cards that do not "\
+            "mention it" and replayed.reply == real_voice.MEASURED_REPLY

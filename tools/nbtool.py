@@ -82,7 +82,8 @@ COURSE: list[Lesson] = [
     Lesson("06_llm_voice.ipynb",
            "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
            "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "
-           "measured against a naive shared memory", 30),
+           "measured against a naive shared memory; a real model served offline, overruled when "
+           "it invents", 30),
     Lesson("06b_injection_in_the_wild.ipynb",
            "06b · Deep dive: a tool-calling agent and attacks nobody here wrote",
            "the attacker's own agent driving its handle's tools; AgentDojo's attack templates; "

@@ -21,36 +21,14 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from .gguf import check_model_file
-from .server import KEY_VAR, TIMEOUT_S, LocalVoice
-
-ENV_FILE = "BUREAU_VOICE_GGUF"
-ENV_SHA = "BUREAU_VOICE_SHA256"
-ENV_THREADS = "BUREAU_VOICE_THREADS"
-ENV_TIMEOUT = "BUREAU_VOICE_TIMEOUT"
-
-
-def _env_float(var: str, default: float) -> float:
-    raw = os.environ.get(var)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigurationError(f"{var}={raw!r} is not a number.") from None
-    if value <= 0:
-        raise ConfigurationError(f"{var}={raw!r} must be greater than 0.")
-    return value
+from .server import ENV_FILE, ENV_SHA, KEY_VAR, TIMEOUT_S, LocalVoice
 
 
 def voice_from_env(path: str | Path | None = None) -> LocalVoice | None:
-    """The local voice ``$BUREAU_VOICE_GGUF`` (or ``path``) asks for, checked, not started;
-    ``None`` when no file is given."""
-    path = path or os.environ.get(ENV_FILE)
-    if not path:
-        return None
-    threads = int(_env_float(ENV_THREADS, 1)) if os.environ.get(ENV_THREADS) else 0
-    return LocalVoice.of(path, os.environ.get(ENV_SHA) or None, threads=threads,
-                         timeout_s=_env_float(ENV_TIMEOUT, TIMEOUT_S))
+    """The local voice ``path`` (else ``$BUREAU_VOICE_GGUF``) asks for, checked, not started."""
+    if path is None:
+        return LocalVoice.from_env()
+    return LocalVoice.of(path, os.environ.get(ENV_SHA) or None)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,5 +120,4 @@ def run(args: argparse.Namespace) -> int:
     return _quality(args)
 
 
-__all__ = ["ENV_FILE", "ENV_SHA", "ENV_THREADS", "ENV_TIMEOUT", "add_arguments", "run",
-           "voice_from_env"]
+__all__ = ["add_arguments", "run", "voice_from_env"]

@@ -20,6 +20,7 @@ Choices, measured on a 2-core laptop (docs/voice.md):
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import os
 import secrets
@@ -47,6 +48,25 @@ START_TIMEOUT_S = 180.0
 """How long loading a model may take (a 1.1 GB file read cold from a slow disk)."""
 KEY_VAR = "BUREAU_VOICE_KEY"
 """The variable ``python -m bureau voice serve`` tells the shell to hold the key in."""
+
+
+ENV_FILE = "BUREAU_VOICE_GGUF"
+ENV_SHA = "BUREAU_VOICE_SHA256"
+ENV_THREADS = "BUREAU_VOICE_THREADS"
+ENV_TIMEOUT = "BUREAU_VOICE_TIMEOUT"
+
+
+def _env_number(var: str, default: float) -> float:
+    raw = os.environ.get(var)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{var}={raw!r} is not a number.") from None
+    if value <= 0:
+        raise ConfigurationError(f"{var}={raw!r} must be greater than 0.")
+    return value
 
 
 def _physical_cores() -> int | None:
@@ -101,16 +121,26 @@ class LocalVoice:
         """Check the file (:func:`~.gguf.check_model_file`), then make its voice (not started)."""
         return cls(check_model_file(path, sha256), **options)  # type: ignore[arg-type]
 
+    @classmethod
+    def from_env(cls) -> LocalVoice | None:
+        """The voice ``$BUREAU_VOICE_GGUF`` asks for (with ``BUREAU_VOICE_SHA256``,
+        ``BUREAU_VOICE_THREADS``, ``BUREAU_VOICE_TIMEOUT``), checked, not started; ``None``
+        when the variable is not set."""
+        path = os.environ.get(ENV_FILE)
+        if not path:
+            return None
+        threads = int(_env_number(ENV_THREADS, 1)) if os.environ.get(ENV_THREADS) else 0
+        return cls.of(path, os.environ.get(ENV_SHA) or None, threads=threads,
+                      timeout_s=_env_number(ENV_TIMEOUT, TIMEOUT_S))
+
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> LocalVoice:
         if self._proc is not None:
             return self
-        try:
-            import xllamacpp  # noqa: F401 - only to say what is missing before starting a child
-        except ImportError as exc:
+        if importlib.util.find_spec("xllamacpp") is None:  # said here, not in the child's log
             raise ConfigurationError(
-                f"The local voice needs the xllamacpp runtime ({exc}).",
-                "Install it once: pip install 'bureau[voice]' (make venv does).") from None
+                "The local voice needs the xllamacpp runtime, which is not installed.",
+                "Install it once: pip install 'bureau[voice]' (make venv does).")
         env = dict(os.environ)
         env[KEY_ENV] = self._key
         cmd = [sys.executable, "-m", "bureau.voice.child", "--model", str(self.model.path),
@@ -226,4 +256,5 @@ class LocalVoice:
                 f"{self.threads} thread(s), timeout {self.timeout_s:g} s, {where}>")
 
 
-__all__ = ["CONTEXT", "KEY_VAR", "MAX_TOKENS", "TIMEOUT_S", "LocalVoice", "threads_for"]
+__all__ = ["CONTEXT", "ENV_FILE", "ENV_SHA", "ENV_THREADS", "ENV_TIMEOUT", "KEY_VAR", "MAX_TOKENS",
+           "TIMEOUT_S", "LocalVoice", "threads_for"]
