@@ -163,3 +163,13 @@ def test_the_llm_timeout_is_a_setting(monkeypatch):
     monkeypatch.setenv("BUREAU_LLM_TIMEOUT", "soon")
     with pytest.raises(ConfigurationError, match="BUREAU_LLM_TIMEOUT"):
         Settings.from_env()
+
+
+def test_the_xray_shows_the_words_no_cited_card_holds(chat):
+    from bureau.course.widgets.xray import payload_html
+
+    request_ = next(r for r in REQUESTS if r.wrong == MEASURED_QWEN)
+    got, _ = _ask(chat, request_, MEASURED_QWEN)
+    html = payload_html(got.exchange, "llm")
+    assert 'data-accepted="false"' in html and QUESTION_NOT_IN_CARDS in html
+    assert "no cited card holds: <b>combination, safe</b>" in html
