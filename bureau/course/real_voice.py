@@ -43,7 +43,7 @@ class Overruled:
     request: VoiceRequest
     cards: tuple[str, ...]
     reply: str
-    """What the model said (``known``, citing the cards)."""
+    """What the model said (its ``answer``, or its whole reply when that was not JSON)."""
     rule: str | None
     """The rule that rejected it (``None``: it was accepted)."""
     unsupported: tuple[str, ...]
@@ -58,11 +58,13 @@ class Overruled:
         source = ("asked just now of " + self.model if self.live else
                   "measured with Qwen2.5-1.5B-Instruct (docs/voice.md), put through the same "
                   "check now")
-        verdict = (f"rejected: {self.rule} (no cited card holds: {', '.join(self.unsupported)})"
-                   if self.rule else "accepted")
+        verdict = f"rejected: {self.rule}" if self.rule else "accepted"
+        if self.unsupported:
+            verdict += f" (no cited card holds: {', '.join(self.unsupported)})"
+        reply = self.reply if len(self.reply) <= 300 else self.reply[:300] + " …"
         return (f"asked: {self.request.question}  (the safe-combination case)\n"
                 f"cards handed over (they do not answer it):\n{cards}\n"
-                f"the model replied ({source}), known, citing them:\n  {self.reply}\n"
+                f"the model replied ({source}):\n  {reply}\n"
                 f"the bureau: {verdict}\n"
                 f"the role answered: {self.answer}")
 
