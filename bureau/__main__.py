@@ -1,5 +1,6 @@
-"""Command line: ``python -m bureau demo``, ``mcp``, ``classroom`` and ``repair``, and every lab
-(``bench``, ``leakage``, ``injection``, ``poisoning``, ``peers``: :data:`bureau.labs.LABS`)."""
+"""Command line: ``python -m bureau demo``, ``mcp``, ``classroom``, ``repair`` and ``voice`` (a
+local model: serve, quality table), and every lab (``bench``, ``leakage``, ``injection``,
+``poisoning``, ``peers``: :data:`bureau.labs.LABS`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
 
     classroom_arguments(sub.add_parser(
         "classroom", help="a classroom on one server: start, add/reset/remove learners, loadtest"))
+    from .voice.cli import add_arguments as voice_arguments
+
+    voice_arguments(sub.add_parser(
+        "voice", help="a local model (GGUF) as the roles' voice: serve, check, quality table"))
     rep = sub.add_parser("repair", help="compare the card store with the ledger; repair on request")
     rep.add_argument("--data-dir", type=Path, default=None,
                      help="data directory (default: $BUREAU_DATA_DIR or ~/.local/share/bureau)")
@@ -42,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
             from .classroom.cli import run as run_classroom
 
             return run_classroom(args)
+        if args.command == "voice":
+            from .voice.cli import run as run_voice
+
+            return run_voice(args)
         if args.command == "repair":
             from .service.repair import repair
             from .settings import Settings

@@ -355,3 +355,20 @@ class StoreTimeoutError(BureauError):
 
     hint = ("Run the cell again; if it fails the same way, restart the kernel (Kernel → Restart) "
             "and run the lesson from the top.")
+
+
+class ModelFileError(ConfigurationError):
+    """A GGUF model file the local voice was given cannot be served: it is missing, or it is
+    named as one of the files the bureau knows (:mod:`bureau.voice.gguf`) and its size or
+    sha256 differs. Checked before the file is loaded; nothing was started."""
+
+    hint = ("Download the file once from its publisher (docs/voice.md gives the address, size "
+            "and sha256), or point BUREAU_VOICE_GGUF at the right file.")
+
+
+class VoiceServerError(BureauError):
+    """The local voice server (xllamacpp, :mod:`bureau.voice.server`) did not start or stopped:
+    the message carries the last lines of its log. The process it left was stopped."""
+
+    hint = ("Check the log lines above; `pip install 'bureau[voice]'` installs the runtime "
+            "(Linux also needs libgomp1). Without a voice the lessons answer in evidence mode.")

@@ -180,6 +180,9 @@ class LLMExchange:
     error: str | None = None
     """The client's error text when the call failed (operator view only: it may quote the reply)."""
     latency_ms: float = 0.0
+    unsupported: tuple[str, ...] = ()
+    """The reply's words that no cited card holds, when that rejected it (operator view only:
+    they quote the reply; :mod:`bureau.responders.phrasing`)."""
 
     @property
     def accepted(self) -> bool:

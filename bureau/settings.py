@@ -260,11 +260,15 @@ class LLMSettings:
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 30.0
+    """How long to wait for one reply before answering from the evidence alone
+    (``BUREAU_LLM_TIMEOUT``; a local model on a busy 2-core laptop needs about 90 s)."""
 
     def __post_init__(self) -> None:
         _text(self.model, "llm.model")
         _url(self.base_url, "llm.base_url")
         _text(self.api_key_env, "llm.api_key_env")
+        _set(self, "timeout_s", _positive(self.timeout_s, "llm.timeout_s"))
 
 
 @dataclass(frozen=True)
@@ -424,6 +428,9 @@ class Settings:
                 base_url=_url(os.environ.get("BUREAU_LLM_BASE_URL") or None,
                               "BUREAU_LLM_BASE_URL"),
                 api_key_env=os.environ.get("BUREAU_LLM_KEY_ENV", "OPENAI_API_KEY"),
+                timeout_s=_positive(_env_number(os.environ["BUREAU_LLM_TIMEOUT"],
+                                                "BUREAU_LLM_TIMEOUT"), "BUREAU_LLM_TIMEOUT")
+                if os.environ.get("BUREAU_LLM_TIMEOUT") else 30.0,
             )
         if v := os.environ.get("BUREAU_CLASSROOM"):
             env["classroom"] = v

@@ -40,10 +40,10 @@ MODEL_FIXTURES = {"bureau", "case", "encoder"}
 _CHILD_STORES = (r"\b(Bureau\.open|run_python|finish|execute_notebook|opener)\s*\(|\"-m\",\s*\"bureau\b"
                  r"|\bOPENERS\b")
 _CHILDREN = (r"\bsubprocess\.(run|Popen|check_call|check_output)\(\s*\[\s*(sys\.executable|str\("
-             r"Path\(sys\.executable\))|\b(start_server|_server_account)\s*\(")
-"""A child Python process (a store of its own, a hub, a lab), a seekdb server or the server's
-system account: never in the quick loop (`make check` stays under a minute and starts no store,
-hub or browser, and creates no account)."""
+             r"Path\(sys\.executable\))|\b(start_server|_server_account)\s*\(|\bLocalVoice\.of\(|\bBUREAU_VOICE_GGUF\b")
+"""A child Python process (a store of its own, a hub, a lab, the local voice's model server), a
+seekdb server or the server's system account: never in the quick loop (`make check` stays under
+a minute and starts no store, hub or browser, and creates no account)."""
 STORAGE_CALLS = re.compile(rf"{_CHILD_STORES}|{_CHILDREN}|\b(open_store|MemoryGateway)\s*\(")
 """In-process or child-process stores: a child started by ``run_python``/``finish`` opens its
 own, a lesson run by papermill one in its kernel, ``python -m bureau[.leakage] ...`` one more."""
@@ -58,7 +58,7 @@ AREAS = {
     "task_scopes": r"test_(task_scopes|scope_topk)",
     "leakage": r"test_(leakage_\w+|leak_\w+|magpie|agentsocialbench)",
     "poisoning": r"test_(poisoning|lesson_08)",
-    "injection": r"test_(injection_lab|standin_model|llm_responder|xray_payload)",
+    "injection": r"test_(injection_lab|standin_model|llm_responder|xray_payload|voice_\w+)",
     "isolation": r"test_(isolation|side_channels|identities|outward_views|bad_input)",
     "lifecycle": r"test_(lifecycle|persistence|store_ledger_agreement|footprint|sealing)",
     "ledger": r"test_(ledger|store_ledger_agreement)",

@@ -67,7 +67,7 @@ FLOORS: tuple[Floor, ...] = (
           ("bureau.service", "bureau.service.rooms", "bureau.service.agent", "bureau.classroom"),
           inner=True),
     Floor(4, "labs, the stand-in model, course, CLI, and the package's front door",
-          ("bureau.course", "bureau.game", "bureau.labs", "bureau.standin", "bureau.mcp_server",
+          ("bureau.course", "bureau.game", "bureau.labs", "bureau.standin", "bureau.voice", "bureau.mcp_server",
            "bureau.__main__", "bureau.moved", "bureau")),
 )
 """The layer order, lowest first. A module may import its own floor and the floors below; only

@@ -345,15 +345,15 @@ def cycles(package: Package, kinds: Iterable[str] = KINDS,
 
 # --- the house: rooms beside the core, and which way imports may go (issue 32) -----------------
 HOUSE: dict[str, tuple[str, ...]] = {
-    "labs": ("bureau.labs", "bureau.standin"),
+    "labs": ("bureau.labs", "bureau.standin", "bureau.voice"),
     "course": ("bureau.course", "bureau.game"),
     "classroom": ("bureau.classroom",),
     "front door": ("bureau.__main__", "bureau.mcp_server", "bureau.moved"),
 }
 """The rooms of the house beside the core (every other module; ``bureau/__init__`` is the front
-door too): what measures isolation (the labs, and the stand-in model they and the lessons use),
-what teaches it (the course, and the game its core lessons play), what serves it to a room
-(the classroom)."""
+door too): what measures isolation (the labs, and the stand-in model and the local voice they
+and the lessons use), what teaches it (the course, and the game its core lessons play), what
+serves it to a room (the classroom)."""
 HOUSE_RULES: dict[str, tuple[str, ...]] = {
     "core": ("labs", "course", "classroom", "front door"),
     "labs": ("course", "front door"),

@@ -8,6 +8,12 @@ packet; anything else (a network error, a timeout, an empty reply, prose, an inv
 answers read better, never widen what a role knows: the model decides how to say it, the memory
 layer decides whether it can be known.
 
+The decision itself (does the role know, from which cards) is the bureau's too: the evidence
+responder makes it from the same cards before the reply is read, and a reply is accepted only
+when its ``known`` agrees, it cites only cards the decision may rest on, and every fact it states
+stands in the cards it cites (:mod:`.phrasing`, issue 52). Otherwise the decision's own answer is
+given, and the exchange says which rule rejected the reply.
+
 Every call is recorded on the answer as an :class:`~bureau.model.LLMExchange` (the messages
 exactly as sent, the raw reply, the parsed reply, the verdict, the latency), so the X-ray can show
 what the model could possibly have known. The fallback reason is a fixed, content-free phrase
@@ -32,6 +38,7 @@ from ..task_scopes import scope_name_of
 from ..tiers import EPHEMERAL, labels, shown_source
 from .evidence import UNKNOWN, EvidenceResponder
 from .grounding import Grounds, reply_verdict
+from .phrasing import check_phrasing
 
 SYSTEM = (
     "You are the {role} in a case of the bureau. Answer the question using ONLY the evidence cards "
@@ -102,7 +109,8 @@ def role_of(messages: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def _parse(reply: str) -> dict[str, Any]:
+def parse_reply(reply: str) -> dict[str, Any]:
+    """A reply's JSON object (the first ``{...}`` in it), or ``ValueError``."""
     text = reply.strip()
     fenced = re.search(r"\{.*\}", text, re.DOTALL)
     if fenced:
@@ -129,9 +137,10 @@ class LLMResponder:
 
     name = "llm"
 
-    def __init__(self, settings: LLMSettings, timeout_s: float = 30.0,
+    def __init__(self, settings: LLMSettings, timeout_s: float | None = None,
                  api_key: str | None = None, *, defend: bool = True) -> None:
-        """``api_key`` is for local endpoints that need none (the course's stand-in model);
+        """``timeout_s``: the settings' own when not given. ``api_key`` is for local endpoints
+        with a key of their own (the stand-in model, the local voice's per-session key);
         a real provider's key is read from ``$settings.api_key_env`` and never stored here.
         ``defend=False`` drops the in-run defence (:mod:`.grounding`: the reply check and the
         fallback's rules): the answer a system without it gives, for the poisoning lab's
@@ -145,8 +154,8 @@ class LLMResponder:
                 "Set it, or keep the offline evidence mode (responder='evidence').",
             )
         self.settings = settings
-        self.timeout_s = timeout_s
-        self.client = OpenAI(api_key=key, base_url=settings.base_url, timeout=timeout_s,
+        self.timeout_s = timeout_s if timeout_s is not None else settings.timeout_s
+        self.client = OpenAI(api_key=key, base_url=settings.base_url, timeout=self.timeout_s,
                              max_retries=0)
         self.defend = defend
         self.fallback = EvidenceResponder(defend=defend)
@@ -154,18 +163,19 @@ class LLMResponder:
     def __repr__(self) -> str:
         return f"<LLMResponder {self.settings.model} at {self.settings.base_url or 'the default URL'}>"
 
-    def _fall_back(self, role: str, question: str, evidence: Sequence[MemoryCard],
-                   trace: RetrievalTrace, exchange: LLMExchange) -> Answer:
-        a = self.fallback.respond(role, question, evidence, trace)
-        return replace(a, fallback_reason=exchange.fallback_reason, exchange=exchange)
+    @staticmethod
+    def _fall_back(decision: Answer, exchange: LLMExchange) -> Answer:
+        return replace(decision, fallback_reason=exchange.fallback_reason, exchange=exchange)
 
     def respond(
         self, role: str, question: str, evidence: Sequence[MemoryCard], trace: RetrievalTrace
     ) -> Answer:
         if not evidence:  # nothing to phrase: no call, no chance to invent
             return Answer(UNKNOWN, False, (), self.name, trace)
+        decision = self.fallback.respond(role, question, evidence, trace)  # the bureau's
         packet = evidence_packet(evidence)
         refs = {p["ref"]: card for p, card in zip(packet, evidence, strict=True)}
+        sources = {p["ref"]: p["source"] for p in packet}
         messages = build_messages(role, question, packet)
         record = LLMExchange(
             model=self.settings.model, base_url=self.settings.base_url,
@@ -180,18 +190,17 @@ class LLMResponder:
             record = replace(record, fallback_reason=_call_failure(exc, self.timeout_s),
                              error=f"{type(exc).__name__}: {str(exc)[:500]}",
                              latency_ms=_ms(start))
-            return self._fall_back(role, question, evidence, trace, record)
+            return self._fall_back(decision, record)
         raw = resp.choices[0].message.content if resp.choices else None
         record = replace(record, raw_reply=raw, latency_ms=_ms(start))
 
         def reject(reason: str, **extra: Any) -> Answer:
-            return self._fall_back(role, question, evidence, trace,
-                                   replace(record, fallback_reason=reason, **extra))
+            return self._fall_back(decision, replace(record, fallback_reason=reason, **extra))
 
         if not raw or not raw.strip():
             return reject("empty reply")
         try:
-            data = _parse(raw)
+            data = parse_reply(raw)
         except (ValueError, RecursionError) as exc:
             return reject(f"reply is not a JSON object ({type(exc).__name__})",
                           error=f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -211,6 +220,11 @@ class LLMResponder:
                if self.defend else None)
         if why is not None:  # the in-run defence: a steered reply is not the role's answer
             return reject(why)
+        phrasing = check_phrasing(  # the decision is the bureau's: the reply may only say it
+            answer, known, [refs[r].content for r in cited], decided_known=decision.known,
+            question=question, allowed=[role, *(sources[r] for r in cited)])
+        if phrasing.reason is not None:
+            return reject(phrasing.reason, unsupported=phrasing.unsupported)
         return Answer(answer.strip(), known, ids, self.name, trace, exchange=record)
 
 

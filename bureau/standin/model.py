@@ -15,7 +15,8 @@ by the learner:
 
 It records every request it receives (:attr:`StandinModel.requests`), so a lesson cell can print
 what the model could possibly have known. With ``BUREAU_LLM_MODEL`` and a key set,
-:func:`use_voice` gives the bureau the real provider instead and the same lesson runs against it.
+:func:`use_voice` gives the bureau the real provider instead, and with ``BUREAU_VOICE_GGUF`` a
+real model served on this machine (:mod:`bureau.voice`); the same lesson runs against either.
 
 The server is bounded: ``with StandinModel() as model: ...`` (or :meth:`StandinModel.close`)
 stops it, joins every thread it started and frees its port; slow replies (``delay_s``) wake up
@@ -42,6 +43,7 @@ from .tools import tool_turn
 if TYPE_CHECKING:
     from ..responders import Responder
     from ..service import Bureau
+    from ..voice.server import LocalVoice
 
 TEMPERAMENTS = ("obedient", "gullible")
 MODEL = "bureau-standin"
@@ -330,12 +332,17 @@ class Voice:
     responder: Responder
     previous: Responder
     standin: StandinModel | None = None
+    local: LocalVoice | None = None
+    """A real model served on this machine (``BUREAU_VOICE_GGUF``), stopped by :meth:`close`."""
 
     @property
     def label(self) -> str:
         if self.standin is not None:
             return (f"the {self.standin.temperament} stand-in model (a teaching and test tool, "
                     "not a language model), on 127.0.0.1")
+        if self.local is not None:
+            return (f"{self.local.model.label}, a real model served on 127.0.0.1 by llama.cpp "
+                    f"({self.local.threads} thread(s), {self.local.timeout_s:g} s per reply)")
         settings = getattr(self.responder, "settings", None)
         model = getattr(settings, "model", "?")
         return f"{model} at {getattr(settings, 'base_url', None) or 'the provider default URL'}"
@@ -344,10 +351,16 @@ class Voice:
     def is_standin(self) -> bool:
         return self.standin is not None
 
+    @property
+    def is_local(self) -> bool:
+        return self.local is not None
+
     def close(self) -> None:
         self.bureau.responder = self.previous
         if self.standin is not None:
             self.standin.close()
+        if self.local is not None:
+            self.local.close()
 
     def __enter__(self) -> Voice:
         return self
@@ -376,12 +389,22 @@ def configured_provider(bureau: Bureau) -> LLMResponder | None:
 
 def use_voice(bureau: Bureau, temperament: str = "obedient", timeout_s: float = 10.0) -> Voice:
     """Give the bureau an LLM voice: the configured provider if ``BUREAU_LLM_MODEL`` set one up,
-    else a fresh stand-in model of the chosen temperament. Offline by default, real on request."""
+    else the local model ``BUREAU_VOICE_GGUF`` names (served on 127.0.0.1 for as long as the
+    voice is open), else a fresh stand-in model of the chosen temperament. Offline by default,
+    real on request."""
+    from ..voice.server import LocalVoice
+
     previous = bureau.responder
     provider = configured_provider(bureau)
     if provider is not None:  # BUREAU_LLM_MODEL is set: the same lesson, a real model
         bureau.responder = provider
         return Voice(bureau, provider, previous)
+    local = LocalVoice.from_env()
+    if local is not None:  # BUREAU_VOICE_GGUF: a real model, on this machine
+        local.start()
+        responder = local.responder()
+        bureau.responder = responder
+        return Voice(bureau, responder, previous, local=local)
     model = StandinModel(temperament).start()
     responder = model.responder(timeout_s)
     bureau.responder = responder

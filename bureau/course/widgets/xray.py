@@ -86,8 +86,9 @@ def payload_html(exchange: LLMExchange | None, responder: str | None = None) -> 
     )
     if exchange.accepted:
         verdict = ('<div class="bureau-payload-verdict" data-accepted="true">'
-                   '<span class="bureau-badge known">accepted</span> the reply parsed and cites '
-                   "only refs from the packet</div>")
+                   '<span class="bureau-badge known">accepted</span> the reply parsed, cites '
+                   "only refs from the packet, agrees with the bureau's decision and states "
+                   "nothing its cited cards do not hold</div>")
     else:
         verdict = (f'<div class="bureau-payload-verdict" data-accepted="false">'
                    f'<span class="bureau-badge miss">rejected</span> fallback reason: '
@@ -95,6 +96,9 @@ def payload_html(exchange: LLMExchange | None, responder: str | None = None) -> 
                    f"from the same packet</div>")
     error = (f'<div class="bureau-muted">client error: {esc(exchange.error)}</div>'
              if exchange.error else "")
+    if exchange.unsupported:  # issue 52: the words of the reply no cited card holds
+        error += (f'<div class="bureau-payload-unsupported">no cited card holds: '
+                  f"<b>{esc(', '.join(exchange.unsupported))}</b></div>")
     raw = exchange.raw_reply
     return (
         f'<div class="bureau-payload" data-called="true" data-model="{esc(exchange.model)}" '
