@@ -9,6 +9,7 @@ as on their own laptop or hub server.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from conftest import REPO, finish
 
 from bureau.classroom import instructor, progress, tenants
 from bureau.errors import ClassroomError
+from bureau.scenario import load_scenario
 from bureau.settings import Settings
 from bureau.tenancy.connection import read_connection
 
@@ -39,6 +41,7 @@ from pathlib import Path
 from bureau import Bureau
 from bureau.course import progress
 from bureau.errors import BureauError
+from bureau.game import record_case_progress
 from bureau.service.repair import repair
 
 sync, me, other = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -62,6 +65,9 @@ case = bureau.load_scenario("safe-combination", case_id=SHARED_CASE_ID)  # same 
 card = case.whisper("informant", secrets[me], topic="secret")
 case.publish("informant", card.id)
 own = bureau.load_scenario("the-mole")  # a second case whose id the other learner will try
+record_case_progress(bureau, own)  # open, then lost: the page counts the case once, as lost
+own.publish("harbourmaster", own.seed_card("decoy").id)  # the decoy spread: this case is lost
+record_case_progress(bureau, own)
 tmp = sync / f"{me}.tmp"
 tmp.write_text(json.dumps({"case_id": own.id, "card_id": card.id,
                            "seed": own.seed_card("true-tip").id}))
@@ -73,6 +79,7 @@ for _ in range(6):  # interrogations of both learners interleave
     answers["theirs"].append(case.interrogate("detective", questions[other]).text)
 progress.record(bureau.settings.data_dir, "check", f"01-{me}", True)
 progress.record(bureau.settings.data_dir, "quiz", "q01-1", True, "2")
+record_case_progress(bureau, case)  # open: 1 whisper, 1 publish, 12 interrogations
 barrier("done")
 
 theirs = json.loads((sync / f"ids-{other}.json").read_text())
@@ -96,6 +103,7 @@ out = {
     "shared_stage": shared.stage(), "shared_events": [e.type for e in shared.events()],
     "board": [c.content for c in bureau.gateway.list(shared.space, "board")],
     "progress": sorted(progress.attempts(bureau.settings.data_dir)["item"]),
+    "cases_table": progress.cases_table(bureau.settings.data_dir).to_dict("records"),
 }
 barrier("probed")
 print(json.dumps(out))
@@ -165,6 +173,8 @@ def test_the_learners_tenants_hold_their_own_cases_and_progress_only(learned):
         counts = r["shared_stage"]["private_counts"]
         assert counts == {"detective": 2, "informant": 3, "suspect": 1}  # 2 + 1 seeded, 1 whispered
         assert r["progress"] == sorted([f"01-{me}", "q01-1"])
+        assert {(c["case"], c["status"], c["moves"], c["rules kept"]) for c in r["cases_table"]} \
+            == {(SHARED_CASE, "open", 14, "3/3"), (r["own_case"], "lost", 1, "2/3")}
         text = json.dumps(r)
         assert SECRETS[other] not in text and learned[other]["own_case"] not in r["repair"]
 
@@ -213,7 +223,7 @@ def test_raw_sql_with_one_learners_account_reaches_nothing_of_another(classroom,
             cur.execute("SELECT COUNT(*) FROM bureau_cards")  # its own tables: readable
             assert cur.fetchone()[0] > 0
             for table in ("bureau_cards", "bureau_cases", "bureau_events", "bureau_snapshots",
-                          "bureau_progress"):
+                          "bureau_progress", "bureau_case_progress"):
                 assert _denied(cur, f"SELECT * FROM learner_ben.{table}") == 1142, table
             assert _denied(cur, "INSERT INTO learner_ben.bureau_progress (lesson, kind, item, "
                                 "ok, at) VALUES ('01', 'check', 'forged', 1, 0)") == 1142
@@ -330,6 +340,9 @@ def test_the_instructor_reads_numbers_and_never_text(classroom, learned):
         # was loaded (by creation time the-mole would be the newer).
         assert r["case"] == SHARED_CASE != learned[me]["own_case"]
         assert r["roles"] == learned[me]["shared_stage"]["private_counts"] and r["board"] == 1
+        # Their cases at their newest scores: the shared one open, the-mole lost (the decoy).
+        assert (r["cases_solved"], r["cases_lost"], r["cases_open"]) == (0, 1, 1)
+        assert (r["case_moves"], r["rules_kept"], r["rules"]) == (15, 5, 6)
     # A learner writes a hostile case id into their own tenant: it shows escaped, as text.
     conn = _login(classroom, "ben")
     with conn.cursor() as cur:
@@ -343,6 +356,11 @@ def test_the_instructor_reads_numbers_and_never_text(classroom, learned):
     assert "<script>" not in page and "&lt;script&gt;" in page
     for me in SECRETS:
         assert SECRETS[me] not in page and QUESTIONS[me] not in page
+    for scenario in ("safe-combination", "the-mole"):  # nothing of a case file, nor the answer
+        cf = load_scenario(scenario).case_file
+        texts = [cf.goal, cf.question, *cf.answer, *(rule.why for rule in cf.never)]
+        assert not [t for t in texts if t in page or html.escape(t) in page]
+    assert 'class="cases-lost">1<' in page and 'class="rules">5/6<' in page
 
 
 HUGE = 200_000
@@ -435,7 +453,18 @@ def test_a_200_kb_cell_never_crosses_the_wire_nor_swells_the_page(classroom, lea
              "CREATE TABLE bureau_events (seq BIGINT AUTO_INCREMENT PRIMARY KEY, case_id LONGTEXT, "
              "type TEXT, payload TEXT, at TEXT)",
              ("INSERT INTO bureau_events (case_id, type, payload, at) VALUES (%s, 'x', 'x', 'x')",
-              (big,)))
+              (big,)),
+             # the cases' scores (issue 49): 200 kB cells, counts of 200,000 digits, a count
+             # of -7 and one of letters, 30 cases "solved" in 10**11 moves each
+             "CREATE TABLE bureau_case_progress (seq BIGINT AUTO_INCREMENT PRIMARY KEY, "
+             "case_id LONGTEXT, scenario LONGTEXT, status LONGTEXT, moves LONGTEXT, "
+             "rules_kept LONGTEXT, rules LONGTEXT, at DOUBLE)",
+             ("INSERT INTO bureau_case_progress (case_id, scenario, status, moves, rules_kept, "
+              "rules, at) VALUES (%s, %s, %s, %s, %s, %s, 0)",
+              (big, big, big, "9" * HUGE, "9" * HUGE, "9" * HUGE)),
+             *[("INSERT INTO bureau_case_progress (case_id, scenario, status, moves, rules_kept, "
+                "rules, at) VALUES (%s, 'x', 'solved', '99999999999', '-7', 'abc', 0)",
+                (f"c{n}",)) for n in range(30)])
     _hostile(classroom, "ivy",  # a valid current case whose card table holds 200 kB role names
              "CREATE TABLE bureau_cases (case_id VARCHAR(64), scenario_id TEXT, title TEXT, "
              "created_at VARCHAR(32), epoch INT, token VARCHAR(32))",
@@ -458,6 +487,9 @@ def test_a_200_kb_cell_never_crosses_the_wire_nor_swells_the_page(classroom, lea
         assert "error" not in hal and "error" not in ivy, (hal, ivy)
         assert hal["checks_passed"] == 41 and len(hal["lessons"]) <= instructor.MAX_LESSONS + 1
         assert len(hal["case"]) <= 64 and hal["roles"] == {}  # no id the bureau wrote
+        assert (hal["cases_solved"], hal["cases_lost"], hal["cases_open"]) == (30, 0, 0)
+        assert hal["case_moves"] == 31 * instructor.MAX_CASE_MOVES  # each case bounded
+        assert hal["rules_kept"] == hal["rules"] == instructor.MAX_CASE_RULES
         assert len(ivy["roles"]) == instructor.MAX_ROLES
         assert all(len(a) <= 33 for a in ivy["roles"])
         assert len(page) < 4_000 * len(rows)
@@ -479,6 +511,23 @@ def test_a_sleeping_view_is_not_read_and_costs_only_its_own_row(classroom, learn
         assert took < 1.0  # was 3.1 s: every redraw waited for the view
         page = instructor.room_html(list(rows.values()))
         assert "unreadable (not a table: bureau_events)" in page
+    finally:
+        tenants.remove(classroom.directory, "hal")
+
+
+def test_a_view_in_place_of_the_cases_scores_is_not_read(classroom, learned):
+    """The scores' table (issue 49) is guarded like the others: a view there is not read."""
+    _hostile(classroom, "hal",
+             "CREATE TABLE IF NOT EXISTS sc (seq BIGINT PRIMARY KEY, case_id VARCHAR(64))",
+             "REPLACE INTO sc VALUES (1, 'c1')",
+             "CREATE VIEW bureau_case_progress AS SELECT seq, case_id, 'solved' AS status, "
+             "1 AS moves, 1 AS rules_kept, 1 AS rules FROM sc WHERE SLEEP(3) = 0")
+    try:
+        started = time.perf_counter()
+        rows = {r["learner"]: r for r in instructor.room(classroom.directory)}
+        took = time.perf_counter() - started
+        assert rows["hal"]["error"] == "not a table: bureau_case_progress"
+        assert rows["ann"]["cases_lost"] == 1 and took < 1.0
     finally:
         tenants.remove(classroom.directory, "hal")
 
@@ -527,7 +576,7 @@ def test_a_room_of_30_with_one_hostile_learner_redraws_within_a_second(classroom
         cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
                     "'learner_ann' AND TABLE_TYPE = 'BASE TABLE'")
         tables = [t for (t,) in cur.fetchall() if t in instructor.READ_TABLES]
-    assert len(tables) == 4
+    assert len(tables) == len(instructor.READ_TABLES)
     for learner in copies:
         tenants.add(classroom.directory, learner)
     with classroom.admin() as cur:

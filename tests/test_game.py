@@ -114,3 +114,56 @@ def test_a_secret_handed_as_evidence_breaks_its_rule(bureau):
         assert got.lost and "board" in got.verdict()
     finally:
         bureau.delete_case(case.id)
+
+
+# -- the score in the learner's progress record (issue 49 §4) ------------------------------------
+def _scores_of(data_dir, case_id):
+    from bureau.course import progress
+
+    rows = progress.case_scores(data_dir)
+    return rows[rows["case_id"] == case_id].drop(columns="at").to_dict("records")
+
+
+def test_a_case_s_score_is_recorded_when_it_changes_and_read_back(bureau, tmp_path):
+    """Lines played by code (no console): each call records the numbers once per change; the
+    learner's table shows the case at its newest score. The record is in a data directory of
+    its own here (the session's is shared with the console's tests)."""
+    from bureau.course import progress
+    from bureau.game import record_case_progress, record_score
+
+    case = bureau.load_scenario("the-mole")
+    try:
+        cf = case.scenario.case_file
+        assert record_case_progress(bureau, case).status == "open"
+        assert record_score(tmp_path, score(case))
+        assert not record_score(tmp_path, score(case)), "unchanged: not written again"
+        case.interrogate(cf.asker, cf.question)
+        assert record_score(tmp_path, score(case))
+        case.publish("harbourmaster", case.seed_card("decoy").id)
+        assert record_score(tmp_path, score(case))
+        got = _scores_of(tmp_path, case.id)
+        assert [(r["status"], r["moves"], r["rules_kept"], r["rules"]) for r in got] == [
+            ("open", 0, 3, 3), ("open", 1, 3, 3), ("lost", 2, 2, 3)]
+        assert {r["scenario"] for r in got} == {"the-mole"}
+        table = progress.cases_table(tmp_path).to_dict("records")
+        assert table == [{"case": case.id, "scenario": "the-mole", "status": "lost", "moves": 2,
+                          "rules kept": "2/3"}]
+        text = json.dumps(table) + progress.case_scores(tmp_path).to_json()
+        assert not [t for t in cf.answer if t in text] and cf.question not in text
+        assert _scores_of(bureau.settings.data_dir, case.id)[0]["status"] == "open"
+    finally:
+        bureau.delete_case(case.id)
+
+
+@pytest.mark.parametrize("numbers", [
+    {"scenario": "x", "status": "won", "moves": 1, "rules_kept": 1, "rules": 1},
+    {"scenario": "x", "status": "open", "moves": -1, "rules_kept": 1, "rules": 1},
+    {"scenario": "x", "status": "open", "moves": 1, "rules_kept": 4, "rules": 3},
+    {"scenario": "x", "status": "open", "moves": "many", "rules_kept": 1, "rules": 1},
+])
+def test_a_score_that_is_not_one_writes_nothing(tmp_path, numbers):
+    from bureau.course import progress
+
+    with pytest.raises(ValueError):
+        progress.record_case(tmp_path, "c1", numbers)
+    assert progress.case_scores(tmp_path).empty

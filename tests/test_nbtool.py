@@ -111,7 +111,7 @@ def test_adding_a_row_regenerates_every_link_and_table(nbtool, course_copy: Path
         len(course) - 1, course)
     welcome = nbformat.read(course_copy / "00_welcome.ipynb", as_version=4)
     assert any(f"| [{row.title}]({name}) | one more thing |" in c.source for c in welcome.cells)
-    assert f"[`{name}`]({name}) | one more thing |" in \
+    assert f"[`{name}`]({name}) | going further | one more thing |" in \
         (course_copy / "README.md").read_text(encoding="utf-8")
 
 

@@ -71,10 +71,11 @@ def _scope_and_run_activity(case):
 # -- §7: what observers see ---------------------------------------------------------------------
 def test_observers_see_no_scope_member_invitee_or_run_id(bureau, case):
     run_id = _scope_and_run_activity(case)
-    from bureau.course.widgets.stage import stage_html
+    from bureau.course.widgets.stage import stage_game, stage_html
 
     events = case.events()
-    outward = as_text(events) + as_text(case.stage()) + stage_html(case.stage(), events)
+    outward = (as_text(events) + as_text(case.stage())
+               + stage_html(case.stage(), events, stage_game(case)))
     for secret in (SCOPE, "zephyr", KEY, "rendezvous", run_id, f"run:{run_id}", "task:zephyr"):
         assert secret not in outward, secret
     scope_events = [e for e in events if e.type.startswith("scope.")]

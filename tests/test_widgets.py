@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from html import escape as esc
 
 import pytest
 from conftest import REPO, run_python
@@ -312,6 +313,144 @@ def test_stage_polls_changes_made_by_another_process(bureau, case, closing):
     assert "Dover" in html  # the published copy
     assert "taxi" not in html  # the whisper: counted, never shown
     assert f"🔒 {case.stage()['private_counts']['suspect']}" in html
+
+
+# -- the case file (issue 49) --------------------------------------------------------------------
+def _stage_case_block(html: str) -> str:
+    """The stage's case-file part (the board beside it may show a published answer: public)."""
+    m = re.search(r'<div class="bureau-stage-case".*?</div></div>', html, re.S)
+    assert m, "the stage shows no case file"
+    return m.group(0)
+
+
+def _private_texts(case) -> list[str]:
+    """Every card's text no observer may see: the private cards not copied to the board."""
+    published = {c.content for c in case.spaces()[BOARD]}
+    return [c.content for role, cards in case.spaces().items() if role != BOARD
+            for c in cards if c.content not in published]
+
+
+def _rule_texts(case) -> list[str]:
+    """What the operator's panel says of each rule: its text (naming a role's card) and why."""
+    from bureau.game import score
+
+    return [r.text for r in score(case).rules] + [r.why for r in case.scenario.case_file.never]
+
+
+def test_console_case_file_follows_a_winning_line(bureau, case, closing, no_callback_errors):
+    """Goal, question and asker, every rule kept with its why, moves and par; then the winning
+    line played in the console: the verdict turns to solved. Never an answer token."""
+    from bureau.course import progress
+    _, ui = console_for(bureau, case, closing, role="detective")
+    cf = case.scenario.case_file
+    panel = ui.case_file.value
+    assert 'data-status="open"' in panel and "cannot answer yet" in panel
+    assert esc(cf.goal) in panel and esc(cf.question) in panel and f"<b>{cf.asker}</b>" in panel
+    assert all(esc(rule.why) in panel for rule in cf.never)
+    assert panel.count('data-kept="true"') == len(cf.never) + 1 and "✗" not in panel
+    assert 'used <span class="used">0</span>' in panel and 'par <span class="par">3</span>' in panel
+    ui.question.value = cf.question
+    ui.ask_button.click()
+    assert 'used <span class="used">1</span>' in ui.case_file.value  # redrawn after the action
+    ui.role_rail.value = "informant"
+    ui.publish_buttons[case.seed_card("safe-code").id].click()
+    ui.role_rail.value = "detective"
+    ui.ask_button.click()
+    assert ui.last_answer.known and ui.last_error is None
+    panel = ui.case_file.value
+    assert 'data-status="solved"' in panel and "Solved in 3 moves (par 3)" in panel
+    assert "interrogate 2, publish 1" in panel and "✗" not in panel
+    assert not [t for t in cf.answer if holds(panel, t)], "the case file shows the answer"
+    rows = progress.cases_table(bureau.settings.data_dir)
+    mine = rows[rows["case"] == case.id].to_dict("records")
+    assert mine == [{"case": case.id, "scenario": "safe-combination", "status": "solved",
+                     "moves": 3, "rules kept": "3/3"}]
+
+
+def test_console_case_file_follows_a_losing_line_and_events_from_outside(bureau, closing):
+    """The-mole: the decoy published (by code, not the console: the case's events redraw the
+    panel), the rule shows broken with why, the verdict lost."""
+    case = bureau.load_scenario("the-mole")
+    try:
+        _, ui = console_for(bureau, case, closing, role="detective")
+        cf = case.scenario.case_file
+        case.publish("harbourmaster", case.seed_card("decoy").id)
+        panel = ui.case_file.value
+        assert 'data-status="lost"' in panel and "Lost: never publish the harbourmaster" in panel
+        assert '<tr data-rule="0" data-kept="false">' in panel and "✗ broken" in panel
+        assert "(it was published)" in panel and esc(cf.never[0].why) in panel
+        assert not [t for t in cf.answer if holds(panel, t)]
+        assert ui.last_score.status == "lost"
+    finally:
+        bureau.delete_case(case.id)
+
+
+def test_a_case_without_a_case_file_shows_nothing_new(bureau, closing):
+    from bureau.scenario import load_scenario
+
+    plain = load_scenario("safe-combination").model_copy(update={"case_file": None})
+    case = bureau.create_case(plain)
+    try:
+        _, ui = console_for(bureau, case, closing, role="informant")
+        _, stage = make_stage(bureau, case)
+        closing(stage)
+        ui.publish_buttons[case.seed_card("safe-code").id].click()
+        assert ui.last_error is None and ui.case_file.value == "" and ui.last_score is None
+        assert "bureau-stage-case" not in stage.html.value and stage.game is None
+    finally:
+        bureau.delete_case(case.id)
+
+
+def test_stage_shows_the_case_numbers_goal_and_question_and_no_text(bureau, case, closing):
+    """A winning line on the stage: status, moves and rules kept follow ``numbers()``; the goal
+    and the question are shown; no rule, no why, no verdict, no private card, and no answer
+    token until the answer is published (then the board, public, shows it; the case file part
+    still does not)."""
+    from bureau.game import score
+
+    _, stage = make_stage(bureau, case)
+    closing(stage)
+    cf = case.scenario.case_file
+    block = _stage_case_block(stage.html.value)
+    assert 'data-status="open"' in block and esc(cf.goal) in block and esc(cf.question) in block
+    assert '<span class="bureau-stage-moves">0</span>' in block
+    assert '<span class="bureau-stage-rules">3/3</span>' in block
+    case.interrogate(cf.asker, cf.question)
+    html = stage.html.value
+    assert '<span class="bureau-stage-moves">1</span>' in _stage_case_block(html)
+    assert not [t for t in cf.answer if holds(html, t)]
+    case.publish("informant", case.seed_card("safe-code").id)
+    case.interrogate(cf.asker, cf.question)
+    html = stage.html.value
+    block = _stage_case_block(html)
+    numbers = score(case).numbers()
+    assert stage.game["numbers"] == numbers and numbers["status"] == "solved"
+    assert '<span class="bureau-stage-status">solved</span>' in block
+    assert '<span class="bureau-stage-moves">3</span>' in block
+    assert not [t for t in cf.answer if holds(block, t)]
+    assert not [t for t in _private_texts(case) if t in html]
+    assert not [t for t in _rule_texts(case) if esc(t) in html or t in html]
+    assert "Solved in" not in html and cf.asker + "</b>" not in block
+
+
+def test_stage_after_a_losing_line_shows_lost_and_no_text(bureau, closing):
+    case = bureau.load_scenario("the-mole")
+    try:
+        _, stage = make_stage(bureau, case)
+        closing(stage)
+        cf = case.scenario.case_file
+        case.publish("harbourmaster", case.seed_card("decoy").id)
+        case.interrogate(cf.asker, cf.question)
+        html = stage.html.value
+        block = _stage_case_block(html)
+        assert '<span class="bureau-stage-status">lost</span>' in block
+        assert '<span class="bureau-stage-rules">2/3</span>' in block
+        assert not [t for t in cf.answer if holds(html, t)]
+        assert not [t for t in _private_texts(case) if t in html]
+        assert not [t for t in _rule_texts(case) if esc(t) in html or t in html]
+        assert "decoy" not in block and "Lost" not in html
+    finally:
+        bureau.delete_case(case.id)
 
 
 # -- bureau events robustness ---------------------------------------------------------------------

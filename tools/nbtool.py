@@ -95,7 +95,8 @@ COURSE: list[Lesson] = [
            "publishing abstractions costs in recall", 13, run_s=48, deep_dive=True),
     Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
            "a model phrases only what the bureau decided; injections aimed at it fail, measured "
-           "against a shared pool; the core path in four lines", None, core=True),
+           "against a shared pool; the core path in four lines", 22, run_s=23,
+           core=True),
     Lesson("06b_injection_in_the_wild.ipynb",
            "06b · Deep dive: a tool-calling agent and attacks nobody here wrote",
            "the attacker's own agent driving its handle's tools; AgentDojo's attack templates; "

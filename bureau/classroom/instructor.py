@@ -1,7 +1,9 @@
 """The instructor's view of the room: one row per learner, numbers only.
 
 Read with the classroom's administrative account from each learner's tenant: their progress
-record (:mod:`bureau.classroom.progress`: checks passed, quiz answers right, per lesson) and the
+record (:mod:`bureau.classroom.progress`: checks passed, quiz answers right, per lesson), their
+cases' scores (issue 49: cases solved, lost and open, moves used, rules kept; numbers the course
+recorded, each case at its newest score) and the
 outward stage counts of their current case (the one with the latest event; cards per role, board
 copies, events), the same counts the projector's stage shows. Never a card's text, a question,
 an answer, a prediction or a quiz choice: the statements below select ids, kinds, flags and
@@ -49,7 +51,7 @@ from .tenants import Roster
 CARDS_TABLE = Settings().collection
 """PowerMem's card table in each tenant (the default collection; lessons do not change it)."""
 CASES_TABLE, EVENTS_TABLE = "bureau_cases", "bureau_events"
-READ_TABLES = (progress.TABLE, CASES_TABLE, EVENTS_TABLE, CARDS_TABLE)
+READ_TABLES = (progress.TABLE, progress.CASE_TABLE, CASES_TABLE, EVENTS_TABLE, CARDS_TABLE)
 """Every object of a tenant the page reads; each must be a base table."""
 LESSONS = [f"{n:02d}" for n in range(9)]
 
@@ -68,6 +70,9 @@ MAX_ROLES = 16
 """Roles shown per learner (a case has a handful; a forged card table may hold thousands)."""
 MAX_LESSONS = len(LESSONS) + 3
 """Lessons shown per learner."""
+MAX_CASE_MOVES, MAX_CASE_RULES = 1_000, 16
+"""The most moves and rules one case's score may count for: a case has par 3 and a handful of
+rules; a learner's forged 10**18 counts as this much, not more."""
 TIMEOUT_CODE = 4012
 """seekdb/OceanBase: the statement reached its query timeout."""
 
@@ -143,6 +148,38 @@ def _progress(attempts: list[tuple[Any, ...]]) -> dict[str, Any]:
     }
 
 
+def _count(value: object, most: int) -> int:
+    """A learner-written count (text of at most a few characters, see
+    :data:`progress.CASE_PAGE_CAPS`) as an integer from 0 to ``most``; anything else is 0."""
+    try:
+        return max(0, min(most, int(str(value).strip())))
+    except ValueError:
+        return 0
+
+
+def _cases(scores: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """Cases solved, lost and open, moves used and rules kept of all rules, each case counted
+    once, at its newest score. ``scores``: (case_id, status, moves, rules_kept, rules) newest
+    first, as :func:`progress.case_page_query` reads them; a status other than the three
+    counts as none of them."""
+    seen: set[str] = set()
+    out = {"cases_solved": 0, "cases_lost": 0, "cases_open": 0, "case_moves": 0,
+           "rules_kept": 0, "rules": 0}
+    for case_id, status, moves, kept, rules in scores:
+        key = str(case_id)[: progress.CASE_PAGE_CAPS["case_id"]]
+        if key in seen:
+            continue
+        seen.add(key)
+        status = str(status)
+        if status in ("solved", "lost", "open"):
+            out[f"cases_{status}"] += 1
+        total = _count(rules, MAX_CASE_RULES)
+        out["case_moves"] += _count(moves, MAX_CASE_MOVES)
+        out["rules_kept"] += min(total, _count(kept, MAX_CASE_RULES))
+        out["rules"] += total
+    return out
+
+
 def _table_types(cur: Any, database: str, deadline: float) -> dict[str, str]:
     """The type (``BASE TABLE``, ``VIEW``, ...) of each object the page reads that exists."""
     marks = ", ".join(["%s"] * len(READ_TABLES))
@@ -205,6 +242,9 @@ def read_learner(cur: Any, learner: str, deadline: float) -> dict[str, Any]:
         attempts = (_select(cur, deadline, progress.page_query(database))
                     if progress.TABLE in tables else [])
         row.update(_progress(attempts))
+        scores = (_select(cur, deadline, progress.case_page_query(database))
+                  if progress.CASE_TABLE in tables else [])
+        row.update(_cases(scores))
         row.update(_stage(cur, database, tables, deadline))
     except _RowError as exc:
         row = {"learner": learner, "error": _cap(exc)}
@@ -285,12 +325,14 @@ def room_html(rows: list[dict[str, Any]]) -> str:
     """The table the instructor's page shows (every learner-written string escaped)."""
     e = html.escape
     head = ("<tr><th>learner</th><th>lessons passed</th><th>checks passed</th><th>quiz</th>"
-            "<th>predictions</th><th>applications</th><th>current case</th><th>cards per role</th><th>board</th><th>events</th></tr>")
+            "<th>predictions</th><th>applications</th><th>cases solved</th><th>lost</th>"
+            "<th>open</th><th>moves</th><th>rules kept</th><th>current case</th>"
+            "<th>cards per role</th><th>board</th><th>events</th></tr>")
     body = []
     for r in rows:
         if "error" in r:
             body.append(f'<tr data-learner="{e(r["learner"])}"><td>{e(r["learner"])}</td>'
-                        f'<td colspan="9" class="bureau-muted">unreadable ({e(r["error"])})</td>'
+                        f'<td colspan="14" class="bureau-muted">unreadable ({e(r["error"])})</td>'
                         "</tr>")
             continue
         roles = " · ".join(f'<span data-role="{e(a)}">{e(_cap(a, 32))} {int(n)}</span>'
@@ -305,6 +347,11 @@ def room_html(rows: list[dict[str, Any]]) -> str:
             f'<td class="predictions">{int(r.get("predictions", 0))}</td>'
             f'<td class="applications">{int(r.get("applications_right", 0))}/'
             f'{int(r.get("applications_tried", 0))}</td>'
+            f'<td class="cases-solved">{int(r.get("cases_solved", 0))}</td>'
+            f'<td class="cases-lost">{int(r.get("cases_lost", 0))}</td>'
+            f'<td class="cases-open">{int(r.get("cases_open", 0))}</td>'
+            f'<td class="moves">{int(r.get("case_moves", 0))}</td>'
+            f'<td class="rules">{int(r.get("rules_kept", 0))}/{int(r.get("rules", 0))}</td>'
             f'<td class="case">{e(r["case"] or "—")}</td><td class="roles">{roles}</td>'
             f'<td class="board">{int(r["board"])}</td><td class="events">{int(r["events"])}</td>'
             "</tr>")

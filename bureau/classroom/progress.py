@@ -6,7 +6,8 @@ file (``BUREAU_CLASSROOM``) the bureau registers the tenant for its data directo
 (:func:`register_tenant`), and the lessons' calls, which still pass the data directory, land in
 the table ``bureau_progress`` of the learner's own database: the instructor's page reads it
 there, and the learner's account can write no other learner's record (the server's grants).
-Same columns and rules as the SQLite record; only the connection differs.
+Same columns and rules as the SQLite record; only the connection differs. The cases' scores
+(issue 49) sit beside the attempts in ``bureau_case_progress``, numbers only.
 """
 
 from __future__ import annotations
@@ -38,23 +39,31 @@ def connect(server: ServerSettings, database: str | None = None) -> Any:
 
 
 def record(server: ServerSettings, row: tuple[str, str, str, int | None, str | None]) -> None:
-    """Append one attempt ``(lesson, kind, item, ok, detail)``; the time is added here.
+    """Append one attempt ``(lesson, kind, item, ok, detail)``; the time is added here."""
+    _append(server, TABLE, SCHEMA, COLUMNS, row, "recording progress")
+
+
+def _append(server: ServerSettings, table: str, schema: str, columns: tuple[str, ...],
+            row: tuple[Any, ...], what: str) -> None:
+    """Append ``row`` (every column but the last, ``at``, which is added here) to ``table``.
 
     A connection ended meanwhile (a learner's KILL, a restart) costs a retry
     (:mod:`bureau.storage.reconnect`); the insert is run again only when the row, found by its
-    attempt and its exact time, is not there."""
+    first three columns and its exact time, is not there."""
     from ..storage.reconnect import retry
 
     at = time.time()
-    key = (row[0], row[1], row[2], at)
+    key = (*row[:3], at)
+    names = ", ".join(columns)
+    marks = ", ".join(["%s"] * len(columns))
+    found = " AND ".join(f"{c} = %s" for c in (*columns[:3], columns[-1]))
 
     def insert() -> bool:
         conn = connect(server)
         try:
             with conn.cursor() as cur:
-                cur.execute(SCHEMA)
-                cur.execute(f"INSERT INTO {TABLE} (lesson, kind, item, ok, detail, at) "
-                            "VALUES (%s, %s, %s, %s, %s, %s)", (*row, at))
+                cur.execute(schema)
+                cur.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", (*row, at))
             return True
         finally:
             conn.close()
@@ -63,16 +72,15 @@ def record(server: ServerSettings, row: tuple[str, str, str, int | None, str | N
         conn = connect(server)
         try:
             with conn.cursor() as cur:
-                cur.execute(f"SHOW TABLES LIKE '{TABLE}'")
+                cur.execute(f"SHOW TABLES LIKE '{table}'")
                 if not cur.fetchall():
                     return None
-                cur.execute(f"SELECT 1 FROM {TABLE} WHERE lesson = %s AND kind = %s AND "
-                            "item = %s AND at = %s", key)
+                cur.execute(f"SELECT 1 FROM {table} WHERE {found}", key)
                 return True if cur.fetchall() else None
         finally:
             conn.close()
 
-    retry(insert, "recording progress", landed)
+    retry(insert, what, landed)
 
 
 def rows(server: ServerSettings) -> list[tuple[Any, ...]]:
@@ -90,14 +98,15 @@ def rows(server: ServerSettings) -> list[tuple[Any, ...]]:
     return retry(read, "reading progress")
 
 
-def rows_in(cur: Any, database: str) -> list[tuple[Any, ...]]:
-    """Every attempt in ``database`` (the learner's own read, ``detail`` included), through an
-    open cursor. ``database`` is a tenant name (a checked identifier). The instructor's page
-    reads :func:`page_query` instead."""
-    cur.execute(f"SHOW TABLES FROM `{database}` LIKE %s", (TABLE,))
+def rows_in(cur: Any, database: str, table: str = TABLE,
+            columns: tuple[str, ...] = COLUMNS) -> list[tuple[Any, ...]]:
+    """Every row of ``table`` in ``database`` (the learner's own read, ``detail`` included),
+    through an open cursor. ``database`` is a tenant name (a checked identifier). The
+    instructor's page reads :func:`page_query` and :func:`case_page_query` instead."""
+    cur.execute(f"SHOW TABLES FROM `{database}` LIKE %s", (table,))
     if not cur.fetchall():
         return []
-    cur.execute(f"SELECT {', '.join(COLUMNS)} FROM `{database}`.{TABLE} ORDER BY seq")
+    cur.execute(f"SELECT {', '.join(columns)} FROM `{database}`.{table} ORDER BY seq")
     return list(cur.fetchall())
 
 
@@ -122,5 +131,53 @@ def page_query(database: str) -> str:
             f"ORDER BY seq DESC LIMIT {PAGE_ROWS}")
 
 
-__all__ = ["COLUMNS", "PAGE_CAPS", "PAGE_COLUMNS", "PAGE_ROWS", "TABLE", "page_query", "record",
-           "register_tenant", "rows", "rows_in", "tenant_for"]
+# -- the cases' scores ---------------------------------------------------------------------------
+CASE_TABLE = "bureau_case_progress"
+CASE_COLUMNS = ("case_id", "scenario", "status", "moves", "rules_kept", "rules", "at")
+CASE_SCHEMA = f"""CREATE TABLE IF NOT EXISTS {CASE_TABLE} (
+    seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    case_id VARCHAR(64) NOT NULL, scenario VARCHAR(64) NOT NULL, status VARCHAR(8) NOT NULL,
+    moves INT NOT NULL, rules_kept INT NOT NULL, rules INT NOT NULL, at DOUBLE NOT NULL)"""
+"""A case's score each time it changed (issue 49): the numbers an observer may see of it
+(``bureau.game``'s ``Score.numbers()``), keyed by case id, append-only like the attempts. The
+course computes them; the classroom only stores and counts them (it imports neither)."""
+
+
+def record_case(server: ServerSettings, row: tuple[str, str, str, int, int, int]) -> None:
+    """Append one score ``(case_id, scenario, status, moves, rules_kept, rules)``."""
+    _append(server, CASE_TABLE, CASE_SCHEMA, CASE_COLUMNS, row, "recording a case's score")
+
+
+def case_rows(server: ServerSettings) -> list[tuple[Any, ...]]:
+    """Every score recorded in this learner's own tenant, oldest first (none: no table yet)."""
+    from ..storage.reconnect import retry
+
+    def read() -> list[tuple[Any, ...]]:
+        conn = connect(server)
+        try:
+            with conn.cursor() as cur:
+                return rows_in(cur, server.db_name, CASE_TABLE, CASE_COLUMNS)
+        finally:
+            conn.close()
+
+    return retry(read, "reading the cases' scores")
+
+
+CASE_PAGE_CAPS = {"case_id": 65, "status": 8, "moves": 12, "rules_kept": 12, "rules": 12}
+"""What the page reads of a score, each cut in SQL to this many characters: the case id (one
+more than the widest the bureau writes, so a forgery shows as one), the status, and the counts
+as text (a learner may have retyped them; the page parses and bounds them). Never the scenario
+nor the time."""
+
+
+def case_page_query(database: str) -> str:
+    """The instructor page's statement over ``database``'s scores: the newest
+    :data:`PAGE_ROWS`, newest first, every column cut by ``LEFT`` (:data:`CASE_PAGE_CAPS`)."""
+    cols = ", ".join(f"LEFT(`{c}`, {n})" for c, n in CASE_PAGE_CAPS.items())
+    return (f"SELECT {cols} FROM `{database}`.`{CASE_TABLE}` "
+            f"ORDER BY seq DESC LIMIT {PAGE_ROWS}")
+
+
+__all__ = ["CASE_COLUMNS", "CASE_PAGE_CAPS", "CASE_TABLE", "COLUMNS", "PAGE_CAPS", "PAGE_COLUMNS",
+           "PAGE_ROWS", "TABLE", "case_page_query", "case_rows", "page_query", "record",
+           "record_case", "register_tenant", "rows", "rows_in", "tenant_for"]

@@ -11,14 +11,19 @@ never a card or a question put to the bureau.
 
 Every attempt is a row (append-only): the table shows the latest state, and "tried three times
 before it passed" stays visible to the learner.
+
+The cases the learner plays (issue 49) are recorded beside the attempts: each time a case's
+score changes, its numbers (status, moves, rules kept; :func:`record_case`), keyed by case id.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -35,6 +40,14 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS progress (
     ok INTEGER, detail TEXT, at REAL NOT NULL)"""
 
 
+_CASE_SCHEMA = """CREATE TABLE IF NOT EXISTS case_progress (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    case_id TEXT NOT NULL, scenario TEXT NOT NULL, status TEXT NOT NULL,
+    moves INTEGER NOT NULL, rules_kept INTEGER NOT NULL, rules INTEGER NOT NULL, at REAL NOT NULL)"""
+CASE_COLUMNS = ["case_id", "scenario", "status", "moves", "rules_kept", "rules", "at"]
+STATUSES = ("open", "solved", "lost")
+
+
 def progress_path(data_dir: str | Path) -> Path:
     return Path(data_dir) / FILE
 
@@ -47,6 +60,7 @@ def _connect(data_dir: str | Path) -> sqlite3.Connection:
     if new:
         path.chmod(0o600)
     conn.execute(_SCHEMA)
+    conn.execute(_CASE_SCHEMA)
     return conn
 
 
@@ -132,5 +146,62 @@ def summarise(df: pd.DataFrame, lessons: list[str] | None = None) -> pd.DataFram
                                        "applications"])
 
 
-__all__ = ["FILE", "attempts", "frame", "lesson_of", "progress_path", "progress_table", "record",
-           "summarise"]
+# -- the cases' scores (issue 49) -----------------------------------------------------------------
+def record_case(data_dir: str | Path, case_id: str, numbers: Mapping[str, Any]) -> bool:
+    """Append a case's score: the numbers an observer may see of it (``Score.numbers()`` of
+    :mod:`bureau.game`: scenario, status, moves, rules kept of rules), never a text. True when
+    written; like :func:`record`, never raises on a full disk or a server gone."""
+    status = str(numbers["status"])
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
+    moves, kept, rules = (int(numbers[k]) for k in ("moves", "rules_kept", "rules"))
+    if min(moves, kept, rules) < 0 or kept > rules:
+        raise ValueError("moves and rules are counts, rules kept at most rules: "
+                         f"{moves}, {kept}, {rules}")
+    row = (str(case_id), str(numbers["scenario"]), status, moves, kept, rules)
+    server = tenant_progress.tenant_for(data_dir)
+    if server is not None:
+        try:
+            tenant_progress.record_case(server, row)
+        except Exception:  # noqa: BLE001 - pymysql errors; progress must never break a lesson
+            return False
+        return True
+    try:
+        with closing(_connect(data_dir)) as conn, conn:
+            conn.execute(f"INSERT INTO case_progress ({', '.join(CASE_COLUMNS)}) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, time.time()))
+    except (sqlite3.Error, OSError):
+        return False
+    return True
+
+
+def case_scores(data_dir: str | Path) -> pd.DataFrame:
+    """Every score recorded, oldest first (columns :data:`CASE_COLUMNS`)."""
+    server = tenant_progress.tenant_for(data_dir)
+    if server is not None:
+        return pd.DataFrame(tenant_progress.case_rows(server), columns=CASE_COLUMNS)
+    path = progress_path(data_dir)
+    if not path.exists():
+        return pd.DataFrame(columns=CASE_COLUMNS)
+    with closing(sqlite3.connect(path, timeout=10)) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'case_progress'").fetchall():
+            return pd.DataFrame(columns=CASE_COLUMNS)
+        return pd.read_sql_query(f"SELECT {', '.join(CASE_COLUMNS)} FROM case_progress "
+                                 "ORDER BY seq", conn)
+
+
+def cases_table(data_dir: str | Path) -> pd.DataFrame:
+    """One row per case played, at its newest score, oldest case first: scenario, status,
+    moves used, rules kept (the learner's own view; the instructor's page counts the same
+    rows)."""
+    df = case_scores(data_dir).drop_duplicates("case_id", keep="last")
+    return pd.DataFrame({
+        "case": df["case_id"], "scenario": df["scenario"], "status": df["status"],
+        "moves": df["moves"].astype(int),
+        "rules kept": [f"{int(k)}/{int(n)}" for k, n in zip(df["rules_kept"], df["rules"],
+                                                             strict=True)],
+    }, columns=["case", "scenario", "status", "moves", "rules kept"]).reset_index(drop=True)
+
+
+__all__ = ["CASE_COLUMNS", "FILE", "STATUSES", "attempts", "case_scores", "cases_table", "frame",
+           "lesson_of", "progress_path", "progress_table", "record", "record_case", "summarise"]

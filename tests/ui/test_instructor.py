@@ -2,8 +2,9 @@
 learners on a real classroom server: one row each, numbers only.
 
 Ann works for real in her own process (her bureau in her tenant: the mole, a whispered secret,
-a publish, an interrogation, a passed check and a quiz answer); Ben and Cal write only progress,
-each with their own account (Ben also saves a prediction, whose text must not show).
+a publish, an interrogation, the case's question asked and the case solved, a passed check and
+a quiz answer); Ben and Cal write only progress, each with their own account (Ben also saves a
+prediction, whose text must not show, and a lost case's score).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from conftest import REPO, _start, free_port, stop_server, wait_http
 
 from bureau.classroom import progress as tenant_progress
 from bureau.classroom import tenants
+from bureau.scenario import load_scenario
 from bureau.settings import ServerSettings
 from bureau.tenancy.connection import read_connection
 
@@ -35,12 +37,15 @@ ANN = f"""
 import json
 from bureau import Bureau
 from bureau.course import progress
+from bureau.game import record_case_progress
 
 bureau = Bureau.open()
 case = bureau.load_scenario("the-mole")
 case.whisper("harbourmaster", {SECRET!r}, topic="bribe", kind="secret")
 case.publish("informant", case.seed_card("true-tip").id)
 case.interrogate("detective", {QUESTION!r})
+case.interrogate("detective", case.scenario.case_file.question)  # solved: the true tip cited
+assert record_case_progress(bureau, case).status == "solved"
 progress.record(bureau.settings.data_dir, "check", "01-whisper", True)
 progress.record(bureau.settings.data_dir, "check", "02-threshold", True)
 progress.record(bureau.settings.data_dir, "quiz", "q01-1", True, "1")
@@ -74,6 +79,7 @@ def room(tmp_path_factory):
         tenant_progress.record(ben, ("01", "check", "01-whisper", 1, None))
         tenant_progress.record(ben, ("01", "prediction", "01-guess", None, PREDICTION))
         tenant_progress.record(ben, ("01", "quiz", "q01-1", 0, "2"))
+        tenant_progress.record_case(ben, ("ward-seven-1", "ward-seven", "lost", 2, 1, 2))
         yield {"directory": directory, "ann": json.loads(ann.stdout.strip().splitlines()[-1])}
     finally:
         tenants.teardown(directory)
@@ -112,17 +118,27 @@ def test_instructor_page_shows_one_row_per_learner_and_numbers_only(
     for role, n in room["ann"]["counts"].items():
         expect(ann.locator(f'[data-role="{role}"]')).to_have_text(f"{role} {n}")
     expect(ann.locator(".board")).to_have_text("1")
+    expect(ann.locator(".cases-solved")).to_have_text("1")
+    expect(ann.locator(".cases-lost")).to_have_text("0")
+    expect(ann.locator(".moves")).to_have_text("4")  # whisper, publish, 2 interrogations
+    expect(ann.locator(".rules")).to_have_text("3/3")
 
     ben = table.locator('tr[data-learner="ben"]')
     expect(ben.locator(".checks")).to_have_text("1")
     expect(ben.locator(".quiz")).to_have_text("0/1")
     expect(ben.locator(".case")).to_have_text("—")
+    expect(ben.locator(".cases-lost")).to_have_text("1")
+    expect(ben.locator(".rules")).to_have_text("1/2")
     cal = table.locator('tr[data-learner="cal"]')
     expect(cal.locator(".checks")).to_have_text("0")
     expect(cal.locator(".quiz")).to_have_text("0/0")
+    expect(cal.locator(".cases-solved")).to_have_text("0")
+    expect(cal.locator(".rules")).to_have_text("0/0")
 
     html = page.content()
-    for text in (SECRET, "lighthouse", QUESTION, PREDICTION, "room_page("):
+    cf = load_scenario("the-mole").case_file
+    for text in (SECRET, "lighthouse", QUESTION, PREDICTION, "room_page(", cf.question,
+                 *cf.answer):
         assert text not in html, f"the instructor's page shows {text!r}"
     assert "Traceback" not in page.locator("body").inner_text()
     page.screenshot(path=str(screenshot_dir / "voila-instructor.png"), full_page=True)

@@ -26,6 +26,7 @@ QUESTION = "Who is paying the harbourmaster for false tips?"
 SEED = f"""
 import json
 from bureau import Bureau
+from bureau.game import score
 from bureau.scenario import load_scenario
 
 bureau = Bureau.open()
@@ -42,6 +43,9 @@ print(json.dumps({{
     "counts": case.stage()["private_counts"],
     "published": published.content,
     "private": private + [{SECRET!r}],
+    "numbers": score(case).numbers(),
+    "case_file": scenario.case_file.model_dump(),
+    "rules": [r.text for r in score(case).rules],
 }}))
 """
 
@@ -91,6 +95,18 @@ def test_stage_in_voila_shows_board_and_counts_never_private_text(
     assert "biscuit tin" not in html
     assert QUESTION not in text and "paying the harbourmaster" not in html
     assert "make_stage(" not in text and "Traceback" not in text
+
+    # The case file (issue 49): its goal and question, the score's numbers; nothing else of it.
+    cf, numbers = seeded["case_file"], seeded["numbers"]
+    block = body.locator(".bureau-stage-case")
+    expect(block.locator(".bureau-stage-status")).to_have_text(numbers["status"])
+    expect(block.locator(".bureau-stage-moves")).to_have_text(str(numbers["moves"]))
+    expect(block.locator(".bureau-stage-rules")).to_have_text(
+        f'{numbers["rules_kept"]}/{numbers["rules"]}')
+    expect(block).to_contain_text(cf["question"])
+    shown = block.inner_text()
+    hidden = [*cf["answer"], *(rule["why"] for rule in cf["never"]), *seeded["rules"]]
+    assert not [t for t in hidden if t in shown or t in text.replace(seeded["published"], "")]
 
     page.screenshot(path=str(screenshot_dir / "voila-stage.png"), full_page=True)
 

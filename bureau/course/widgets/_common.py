@@ -58,6 +58,9 @@ CSS = """
 .bureau-verdictbox { padding: 8px 12px; border-radius: 6px; margin: 4px 0; }
 .bureau-verdictbox.ok { background: #ecfdf5; border-left: 4px solid #059669; }
 .bureau-verdictbox.notyet { background: #fffbeb; border-left: 4px solid #d97706; }
+.bureau-verdictbox.lost { background: #fef2f2; border-left: 4px solid #dc2626; }
+.bureau-casefile, .bureau-stage-case { border: 1px solid #d1d5db; border-radius: 6px;
+  padding: 4px 10px; margin: 4px 0; }
 .bureau-check { padding: 1px 6px; }
 .bureau-check.ok { color: #065f46; }
 .bureau-check.fail { color: #991b1b; font-weight: 600; }

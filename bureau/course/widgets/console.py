@@ -2,7 +2,10 @@
 
 Pick a case (or open a new one from a scenario), pick the role to act as, whisper a card into
 that role's private memory, ask it a question (the answer comes with its memory X-ray), and
-publish any of its private cards to the board. Refusals (:class:`~bureau.errors.BureauError`)
+publish any of its private cards to the board. When the case's scenario has a case file (issue
+49), a panel shows it: the goal, the question, each rule kept or broken, the moves used and the
+verdict (never the answer), redrawn after each action and on the case's events, and the score's
+numbers are recorded in the learner's progress record (:mod:`bureau.game.progress`). Refusals (:class:`~bureau.errors.BureauError`)
 appear as a message and a hint, never as a traceback.
 
 Everything the console does goes through :class:`~bureau.service.Case`; the console keeps no
@@ -19,9 +22,11 @@ from typing import Any, TypeVar
 import ipywidgets as W
 
 from ...errors import BureauError
+from ...game import Score, record_score, score
 from ...model import BOARD, Answer, Event, MemoryCard
 from ...service import Bureau, Case
 from ._common import error_html, esc, safe_listener, style_widget
+from .case_file import case_file_html
 from .spaces import SpacesState, make_spaces
 from .xray import XrayState, make_xray
 
@@ -69,13 +74,16 @@ class ConsoleState:
     log: W.Output
     xray: XrayState
     spaces: SpacesState
+    case_file: W.HTML
     case: Case | None = None
     publish_buttons: dict[str, W.Button] = field(default_factory=dict)
     last_card: MemoryCard | None = None
     last_answer: Answer | None = None
     last_published: MemoryCard | None = None
     last_error: BaseException | None = None
+    last_score: Score | None = None
     _publish_key: Any = field(default=None, repr=False)
+    _case_file_key: Any = field(default=None, repr=False)
     _quiet: bool = field(default=False, repr=False)
     _unsubscribe: Callable[[], None] | None = field(default=None, repr=False)
 
@@ -96,6 +104,7 @@ class ConsoleState:
             reason = exc.message if isinstance(exc, BureauError) else str(exc)
             self.log.append_stdout(f"✗ {action} refused: {reason}\n")
             return None
+        self.refresh_case_file()
         return result
 
     def _need_case(self) -> Case:
@@ -211,8 +220,33 @@ class ConsoleState:
         return self._run("publish", do)
 
     # -- redraw ----------------------------------------------------------------------------------
+    def refresh_case_file(self) -> Score | None:
+        """Redraw the case-file panel when the case has moved since the last redraw (its newest
+        event), and record the score's numbers in the learner's progress record when they
+        changed. Nothing to show (an empty panel) for a case whose scenario has no case file."""
+        case = self.case
+        if case is None or case.scenario.case_file is None:
+            self.case_file.value, self.last_score, self._case_file_key = "", None, None
+            return None
+        try:
+            last = self.bureau.last_event(case.id)
+            key = (case.id, last.seq if last else 0)
+            if key == self._case_file_key:
+                return self.last_score
+            s = score(case)
+        except BureauError as exc:  # e.g. the case was deleted meanwhile
+            self.case_file.value, self.last_score, self._case_file_key = "", None, None
+            self.log.append_stdout(f"✗ case file not read: {exc.message}\n")
+            return None
+        self._case_file_key, self.last_score = key, s
+        self.case_file.value = case_file_html(s)
+        record_score(self.bureau.settings.data_dir, s)
+        return s
+
     def refresh(self) -> None:
-        """Redraw the publish buttons (only when the role's cards or the board changed)."""
+        """Redraw the case file (when the case moved) and the publish buttons (only when the
+        role's cards or the board changed)."""
+        self.refresh_case_file()
         case, role = self.case, self.role
         if case is None or not role:
             self.publish_box.children = ()
@@ -302,6 +336,8 @@ def make_console(
     publish_box.add_class("bureau-publish-panel")
     log = W.Output(layout=W.Layout(max_height="120px", overflow="auto"))
     log.add_class("bureau-log")
+    case_file = W.HTML()
+    case_file.add_class("bureau-case-file")
     xray_box, xray = make_xray()
     spaces_box, spaces = make_spaces(None, live=True, bureau=bureau)
 
@@ -310,6 +346,7 @@ def make_console(
         whisper_topic=topic, whisper_kind=kind, whisper_button=whisper_button,
         suggestions=suggestions, question=question, ask_button=ask_button, answer=answer,
         error=error, publish_box=publish_box, log=log, xray=xray, spaces=spaces,
+        case_file=case_file,
     )
     picker.observe(state._on_pick, names="value")
     roles.observe(lambda _c: None if state._quiet else state.refresh(), names="value")
@@ -329,6 +366,7 @@ def make_console(
         style_widget(),
         W.HTML('<div class="bureau-root"><h3>🕵️ Operator console</h3></div>'),
         picker,
+        case_file,
         roles,
         _section("Whisper into the selected role's private memory"),
         W.HBox([whisper_text, topic, kind, whisper_button]),

@@ -1,8 +1,14 @@
 """The stage: what a classroom projector may show while the chief operates the case.
 
-Built **only** from the outward read paths, :meth:`Case.stage` and :meth:`Case.events`: private
-card counts per role, the board, the last retrieval's summary and a ticker of recent events. It
-never fetches a private card, a question or an answer, so it cannot show one.
+Built from the outward read paths, :meth:`Case.stage` and :meth:`Case.events`: private card
+counts per role, the board, the last retrieval's summary and a ticker of recent events. It
+never fetches a question or an answer, so it cannot show one.
+
+One exception, and what it may show (issue 49): when the case's scenario has a case file, the
+stage shows the case's goal and question (scenario text, public like its title) and the score's
+observer numbers, :meth:`bureau.game.Score.numbers` (status, moves used, rules kept of all). The
+scorer reads the case's cards to decide (the answer must be in the cited evidence); only those
+numbers leave it, never a card's text, a rule, or the answer.
 
 It stays current two ways: in-process it subscribes to the bureau's events; for changes made by
 another process (the stage served by Voilà while the console runs in JupyterLab) it polls
@@ -21,9 +27,11 @@ from typing import Any
 import ipywidgets as W
 
 from ...errors import BureauError
+from ...game import score
 from ...model import BOARD, Event
 from ...service import Bureau, Case
 from ._common import error_html, esc, safe_listener, space_label, style_widget
+from .case_file import stage_case_html
 
 log = logging.getLogger("bureau.course.widgets.stage")
 
@@ -106,8 +114,19 @@ def _retrieval_html(last: dict[str, Any] | None) -> str:
     )
 
 
-def stage_html(snapshot: dict[str, Any], events: Iterable[Event] = ()) -> str:
-    """Render the outward snapshot of :meth:`Case.stage` plus recent events."""
+def stage_game(case: Case) -> dict[str, Any] | None:
+    """What the stage shows of ``case``'s case file: its goal and question, and the score's
+    :meth:`~bureau.game.Score.numbers` (None: the scenario has no case file)."""
+    cf = case.scenario.case_file
+    if cf is None:
+        return None
+    return {"goal": cf.goal, "question": cf.question, "numbers": score(case).numbers()}
+
+
+def stage_html(snapshot: dict[str, Any], events: Iterable[Event] = (),
+               game: dict[str, Any] | None = None) -> str:
+    """Render the outward snapshot of :meth:`Case.stage` plus recent events, and ``game``
+    (:func:`stage_game`) when the case has a case file."""
     counts = snapshot.get("private_counts", {})
     count_tiles = "".join(
         f'<div class="bureau-space" data-role="{esc(role)}"><div>{esc(role)}</div>'
@@ -130,10 +149,13 @@ def stage_html(snapshot: dict[str, Any], events: Iterable[Event] = ()) -> str:
         + " · ".join(f"{esc(action)} {int(n)}" for action, n in sorted(mediation.items()))
         + "</div>"
     ) if mediation else ""
+    case_line = (stage_case_html(game["goal"], game["question"], game["numbers"])
+                 if game else "")
     return (
         f'<div class="bureau-root bureau-stage-body" data-case-id="{esc(snapshot.get("case_id"))}">'
         f"<h3>🎭 {esc(snapshot.get('title', ''))} "
         f'<span class="bureau-muted">case {esc(snapshot.get("case_id", ""))}</span></h3>'
+        f"{case_line}"
         f'<div class="bureau-stage-grid">{count_tiles}</div>{mediation_line}'
         f"<h4>📌 {esc(space_label(BOARD))} ({len(board)})</h4>"
         f'<div class="bureau-stage-board">{board_cards}</div>'
@@ -160,6 +182,8 @@ class StageState:
     refreshes: int = 0
     recent: deque[Event] = field(default_factory=lambda: deque(maxlen=TICKER_SIZE))
     snapshot: dict[str, Any] | None = None
+    game: dict[str, Any] | None = None
+    """What the stage last showed of the case file (:func:`stage_game`)."""
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -192,10 +216,11 @@ class StageState:
                 self.last_seq = new[-1].seq
             try:
                 self.snapshot = self.case.stage()
+                self.game = stage_game(self.case)
             except BureauError as exc:  # e.g. the case was deleted meanwhile
                 self.html.value = error_html(exc)
                 return True
-            self.html.value = stage_html(self.snapshot, self.recent)
+            self.html.value = stage_html(self.snapshot, self.recent, self.game)
             self.refreshes += 1
             return True
 
