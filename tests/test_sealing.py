@@ -317,6 +317,50 @@ def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
             assert (clear @ _vector(row[vs.vector_field])).max() > 0.99  # unsealed: it does
 
 
+def test_no_sealed_row_keeps_a_label_that_names_or_links_its_content(bureau, case):
+    """The administrator reads every row of a case after seeds, a publish, a promotion and
+    task-scope writes copied from cards: no sealed row keeps in clear a label that names the
+    scenario's seed (``seed_key``, its topic, kind, type), links a copy to its source
+    (``source_id``, ``promoted_from``, ``copied_from``, ``source_role``) or fingerprints the
+    text (``content_hash``); the labels come back opened, the listings that filter on them
+    still find the copies, and revoking the source still reaches every copy (issue 51)."""
+    from bureau.sealing import CLEAR_META
+
+    gw, ns = bureau.gateway, case.space.store_id
+    informant = case.agent("informant")
+    informant.scopes.create("heist")
+    informant.scopes.invite("heist", "detective")
+    case.agent("detective").scopes.accept("heist")
+    source = case.whisper("informant", "The getaway van is parked behind the mill.", topic="van")
+    board = informant.publish(source.id)
+    promoted = case.promote("informant", source.id)
+    informant.scopes.write("heist", "where", from_card=source.id)
+    informant.scopes.write("heist", "pasted", "The getaway van is parked behind the mill.")
+    seed = case.seed_card("safe-code")
+    assert (board.source_id, promoted.promoted_from, seed.seed_key) == (
+        source.id, source.id, "safe-code")
+    vs = gw.memory.storage.vector_store
+    with gw.sql_engine.connect() as conn:
+        rows = conn.execute(text(
+            f"SELECT `{vs.primary_field}`, `agent_id`, `{vs.text_field}`, `{vs.metadata_field}` "
+            f"FROM `{vs.collection_name}` WHERE `user_id` = :u"), {"u": ns}).fetchall()
+    sealed = [(str(i), o, json.loads(m)) for i, o, body, m in rows if body.startswith("sealed:1:")]
+    assert len(sealed) >= 9
+    for _cid, owner, meta in sealed:
+        assert set(meta) <= set(CLEAR_META) | {"sealed", "vector"}, (owner, sorted(meta))
+        blob = json.dumps({k: v for k, v in meta.items() if k not in ("sealed", "vector")})
+        for named in (source.id, "safe-code", "van", "informant", "access-code"):
+            assert named not in blob, (owner, named)
+    # opened, the links are there; the listings that filter on them find the copies
+    assert [c.id for c in gw.list(case.space, BOARD, where={"source_id": source.id})] == [
+        board.id]
+    assert [c.id for c in gw.list(case.space, "informant",
+                                  where={"promoted_from": source.id})] == [promoted.id]
+    assert gw.list(case.space, "informant", where={"seed_key": "safe-code"})[0].id == seed.id
+    reached = set(case.revoke(source.id))
+    assert {source.id, board.id, promoted.id} <= reached and len(reached) >= 6
+
+
 def test_forgetting_destroys_every_copys_key_and_a_restored_backup_stays_noise(bureau, case):
     """The operator forgets a published card; the administrator then restores the rows from a
     backup taken before (as seekdb's redo log and old blocks keep them): nothing reads again."""
