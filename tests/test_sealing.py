@@ -603,8 +603,11 @@ def test_the_canary_is_on_disk_after_a_plain_delete_and_not_after_a_sealed_forge
 def test_the_sealing_page_shows_the_labs_own_table():
     """docs/sealing.md's forgetting table is the one the lab writes from its kept rows
     (``python -m bureau forgetting --docs``), not a hand-typed copy; and the rows hold what
-    the page says they hold: every operation, both settings, the classroom's commands."""
-    from bureau.labs.forgetting.lab import CLASSROOM_OPERATIONS, OPERATIONS
+    the page says they hold: every operation, both settings, the classroom's commands; unsealed,
+    every attack names the canaries (the observer's tools work); sealed, no canary in clear and
+    no attack without the key store beyond what chance gives 20 canaries (issue 51)."""
+    from bureau.labs.forgetting.lab import (ATTACKS, CLASSROOM_OPERATIONS, GEOMETRY,
+                                            OPERATIONS)
     from bureau.labs.forgetting.report import docs_block, read_rows, table_in
 
     rows = read_rows(REPO / "docs" / "forgetting.json")
@@ -613,6 +616,12 @@ def test_the_sealing_page_shows_the_labs_own_table():
         (s, op) for s in (False, True) for op in OPERATIONS + CLASSROOM_OPERATIONS}
     assert all(r["plaintext_found"] == 0 for r in rows if r["sealed"])
     assert all(r["plaintext_found"] == r["canaries"] for r in rows if not r["sealed"])
+    assert all(r["canaries"] >= 11 and all(a in r for a in ATTACKS) for r in rows)
+    assert all(r[a] >= 0.9 for r in rows if not r["sealed"] for a in GEOMETRY)
+    sealed = [r for r in rows if r["sealed"]]
+    assert all(r[a] <= 0.2 for r in sealed for a in (*GEOMETRY, "top1_files_only"))
+    hits = sum(r[a] * r["trials"] for r in sealed for a in GEOMETRY)
+    assert hits / sum(r["trials"] for r in sealed for _ in GEOMETRY) <= 0.04  # chance: 2 %
 
 
 def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
