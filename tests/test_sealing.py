@@ -606,8 +606,7 @@ def test_the_sealing_page_shows_the_labs_own_table():
     the page says they hold: every operation, both settings, the classroom's commands; unsealed,
     every attack names the canaries (the observer's tools work); sealed, no canary in clear and
     no attack without the key store beyond what chance gives 20 canaries (issue 51)."""
-    from bureau.labs.forgetting.lab import (ATTACKS, CLASSROOM_OPERATIONS, GEOMETRY,
-                                            OPERATIONS)
+    from bureau.labs.forgetting.lab import ATTACKS, CLASSROOM_OPERATIONS, GEOMETRY, OPERATIONS
     from bureau.labs.forgetting.report import docs_block, read_rows, table_in
 
     rows = read_rows(REPO / "docs" / "forgetting.json")
