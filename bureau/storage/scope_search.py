@@ -72,6 +72,13 @@ class ScopeSearch:
     def _vs(self) -> Any:
         return self.gw.memory.storage.vector_store
 
+    def _selected(self) -> list[str]:
+        """The card columns as a search, a page or a row reads them: the metadata without a
+        sealed row's vector token (2 kB a row that only a matrix build needs, :meth:`_fill`)."""
+        meta = self._vs.metadata_field
+        return [f"JSON_REMOVE(`{c}`, '$.{VECTOR_KEY}') AS `{c}`" if c == meta else f"`{c}`"
+                for c in self._columns()]
+
     def _columns(self) -> list[str]:
         """The card columns a search reads (its distance is selected after them as ``_dist``)."""
         vs = self._vs
@@ -209,7 +216,7 @@ class ScopeSearch:
         against the scope asked for; ``None`` when it is not in that scope. The caller holds
         the lock. PowerMem's own ``get`` also reads the 384-number vector and parses it
         (~3.4 ms a card in the leak lab, whose every publish reads its source card)."""
-        text_, meta, pk, user, agent, created = (f"`{c}`" for c in self._columns())
+        text_, meta, pk, user, agent, created = self._selected()
         part = (f"(SELECT {text_}, {meta}, {pk}, {user}, {agent}, {created}, 0 AS `_dist` FROM "
                 f"`{self._vs.collection_name}` WHERE {pk} = {int(card_id)} AND "
                 f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)})")
@@ -221,7 +228,7 @@ class ScopeSearch:
         what PowerMem's ``get_all`` sorted by id gives, but its reading and parsing of every
         row's 384 numbers (~12 ms a listing in the leak lab, two per case). The caller holds
         the lock."""
-        text_, meta, pk, user, agent, created = (f"`{c}`" for c in self._columns())
+        text_, meta, pk, user, agent, created = self._selected()
         table = self._vs.collection_name
         where = f"`user_id` = {sql_name(uid)}"
         if owner is not None:
@@ -245,7 +252,7 @@ class ScopeSearch:
         card row)."""
         vs = self._vs
         table = vs.collection_name
-        inner = ", ".join(f"`{c}`" for c in self._columns())
+        inner = ", ".join(self._selected())
         # The (case, role) index, named: unhinted, seekdb scans the whole case's rows, and a
         # role's search time (in its X-ray) grew with the cards other roles hold.
         hint = (f"/*+ INDEX(`{table}` PRIMARY) */" if mode in ("ids", "rows")
