@@ -103,6 +103,42 @@ def test_cached_search_equals_seekdbs_exact_search(bureau, n, sealed):
     assert not any(key[0] == uid for key in gw.scopes._scopes)  # the purge forgot them
 
 
+def test_a_scope_holding_sealed_and_unsealed_cards_is_searched_exactly(bureau):
+    """Cards written unsealed (before sealing, or with ``BUREAU_SEAL=0``) and sealed ones in
+    one scope: the scope is searched in the process (its matrix holds the unsealed cards'
+    vectors as stored, the sealed ones' opened), the same cards and scores as the exact
+    reference, the unsealed cards found as the sealed ones are, both before and after a matrix
+    is built; a sealed card forgotten leaves, an unsealed one stays."""
+    gw = bureau.gateway
+    plain = MemoryGateway(bureau.settings.with_(seal=False), gw.memory, gw.encoder)
+    case = bureau.load_scenario("safe-combination")
+    uid = case.space.store_id
+    meta = {"visibility": "private", "topic": "bench", "kind": "note"}
+    texts = synthetic_cards(40, seed=51)
+    try:
+        clear = plain.add_many(case.space, "detective", [(t, meta) for t in texts[:20]])
+        qs = [texts[3], texts[25], *questions(3, "mixed")]
+        _same(gw, case, qs[:1], owners=["detective"])  # a matrix of clear cards only
+        sealed = gw.add_many(case.space, "detective", [(t, meta) for t in texts[20:30]])
+        held = gw.scopes.get(uid, "detective")
+        assert held.sealed and held.clear == {int(c.id) for c in clear}
+        plain.add_many(case.space, "detective", [(t, meta) for t in texts[30:]])
+        _same(gw, case, qs, owners=["detective"])
+        for q, want in ((texts[3], clear[3].id), (texts[25], sealed[5].id)):
+            vector, _ = gw.embed_query(q)
+            assert gw.search_scopes(case.space, ["detective"], vector, 1)[0]["detective"][
+                0].id == want
+        gw.scopes.forget(uid, "detective")  # built afresh from the store: the same
+        _same(gw, case, qs, owners=["detective"])
+        assert gw.scopes.get(uid, "detective").clear >= {int(c.id) for c in clear}
+        assert gw.delete(case.space, "detective", sealed[5].id)
+        vector, _ = gw.embed_query(texts[25])
+        found = gw.search_scopes(case.space, ["detective"], vector, 40)[0]["detective"]
+        assert sealed[5].id not in {c.id for c in found} and len(found) == 40  # 41 left
+    finally:
+        bureau.delete_case(case.id)
+
+
 def test_revocation_and_reset_reach_the_cache(bureau, case):
     gw = bureau.gateway
     copy = case.publish("informant", case.seed_card("safe-code").id)

@@ -67,6 +67,9 @@ class ScopeMatrix:
     version: int
     growth: float
     sealed: bool = False
+    clear: set[int] = field(default_factory=set)
+    """In a sealed matrix, the ids of cards written unsealed (no key to check before they are
+    named: :meth:`bureau.storage.scope_search.ScopeSearch._sealed_top`)."""
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vecs: np.ndarray | None = None
     inv: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))

@@ -186,8 +186,9 @@ class ScopeSearch:
         moves up, as it does in a matrix opened afresh."""
         while True:
             ids, dists = matrix.top(query, k)
-            live = self.gw.sealer.keys.data_keys(uid, owner, [str(i) for i in ids])
-            gone = [i for i in ids if str(i) not in live]
+            live = self.gw.sealer.keys.data_keys(
+                uid, owner, [str(i) for i in ids if i not in matrix.clear])
+            gone = [i for i in ids if str(i) not in live and i not in matrix.clear]
             if not gone:
                 return dict(zip(ids, dists, strict=True))
             matrix.drop(gone)
@@ -404,9 +405,13 @@ class ScopeSearch:
                 matrix.drop([int(i) for i in removed])
             if added:
                 ids = [int(i) for i in added]
+                if sealed and not matrix.sealed:  # a scope of clear cards gets sealed ones
+                    matrix.clear.update(matrix.ids[: matrix.n].tolist())
+                    matrix.sealed = True
+                elif not sealed and matrix.sealed:
+                    matrix.clear.update(ids)
                 matrix.append(ids, vectors if vectors is not None
                               else self._read_vectors(uid, owner, ids))
-                matrix.sealed = matrix.sealed or sealed
             matrix.version += 1
 
     def wrote_space(self, uid: str, owners: Sequence[str]) -> None:
@@ -483,6 +488,8 @@ class ScopeSearch:
             if clear:
                 matrix.append([int(r[0]) for r in clear],
                               parse_vectors([str(r[1]) for r in clear], self.index.dims))
+                if matrix.sealed:
+                    matrix.clear.update(int(r[0]) for r in clear)
             sealed = [(str(r[0]), str(r[2])) for r in rows if r[2] is not None]
             if sealed:
                 kept, vectors = self.gw.sealer.open_vectors(uid, owner, sealed, self.index.dims)
