@@ -290,11 +290,12 @@ class Settings:
     """False: one filtered query covers the role's space and the board (fast). True: one query
     per scope, so the X-ray can time each scope on its own (about twice the search time)."""
     scope_cache: float = 1.5
-    """Searches scan an in-process float32 copy of each searched scope's vectors (as stored:
-    turned by the scope's rotation when sealed; :mod:`bureau.storage.scope_index`) and read only
-    the candidate rows from the store: the same cards and scores as seekdb's exact scan, at a
+    """Searches scan an in-process float32 copy of each searched scope's vectors (sealed: opened
+    from their per-card ciphertext; :mod:`bureau.storage.scope_index`) and read only the
+    candidate rows from the store: the same cards and scores as seekdb's exact scan, at a
     fraction of its time. The copies hold at most this many times the raw vectors of the scopes
-    searched (1.05 to 4); 0 turns them off (every search is then seekdb's own).
+    searched (1.05 to 4); 0 turns them off (every search of an unsealed scope is then seekdb's
+    own; a sealed scope, whose vectors the store cannot search, is opened afresh for each search).
     ``BUREAU_SCOPE_CACHE``."""
     responder: Literal["evidence", "llm"] = "evidence"
     llm: LLMSettings | None = None
@@ -324,9 +325,10 @@ class Settings:
     """Per-principal limits (consults and audit entries per minute, scope writes, run tool
     output, inbox length): see :mod:`bureau.quotas`."""
     seal: bool = True
-    """Seal what is stored (:mod:`bureau.sealing`): every card text is encrypted under a key of
-    its own (kept in ``seal.keys`` beside the audit key, never in the database) and every vector
-    turned by its scope's secret rotation; forgetting a card destroys its key. ``False``
+    """Seal what is stored (:mod:`bureau.sealing`): every card's text, the labels that name or
+    link its content and its vector are encrypted under a key of its own (kept in ``seal.keys``
+    beside the audit key, never in the database; the store's vector column holds noise, and a
+    sealed scope is searched in this process); forgetting a card destroys its key. ``False``
     (``BUREAU_SEAL=0``): texts and vectors are stored as they are (the forgetting lab's
     baseline)."""
 

@@ -23,7 +23,8 @@ from bureau.model import BOARD
 from bureau.sealing import KeyStore
 from bureau.sealing.cipher import row_ad, seal, unseal
 from bureau.sealing.keys import _name, parse_scope_file
-from bureau.sealing.rotation import DRAWS, rotate, rotation
+from bureau.sealing.rotation import rotation
+from bureau.sealing.vectors import noise, open_vectors, seal_vector
 from bureau.service.faults import FORGET_POINTS
 from bureau.storage.gateway import MemoryGateway
 
@@ -45,64 +46,41 @@ def test_a_sealed_text_opens_only_in_its_own_row():
     assert unseal(os.urandom(32), token, own) is None
 
 
-def test_the_rotation_keeps_every_cosine_and_hides_the_vector():
-    """The index still ranks by cosine (kept to float32 rounding); the observer of the disk,
-    comparing a stored vector with the embedding of a guess, finds nothing without the key."""
-    rng = np.random.default_rng(7)
-    v = rng.standard_normal((60, 384))
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    key = b"k" * 32
-    q = rotation(key, 384, 2)
-    assert np.allclose(q @ q.T, np.eye(384), atol=1e-9)
-    turned = rotate(key, v, 2)
-    assert np.abs(turned @ turned.T - v @ v.T).max() < 1e-5
-    own = np.sum(turned * v, axis=1)  # each stored vector against its own text's embedding
-    assert np.abs(own).max() < 0.3  # random directions in 384 dims: |cos| ~ 0.05
-    assert not np.allclose(rotate(b"j" * 32, v, 2), turned)
-
-
-def _haar_misfit(draw, n=6, draws=6000, seed=11):
-    """How far a construction's small rotations are from Haar's: the largest z-score among
-    moments Haar fixes (E q_ij = 0, E q_ij^2 = 1/n, E tr = 0, E tr^2 = 1, E tr^4 = 3, P(det>0)
-    = 1/2: Diaconis & Shahshahani), each against its own sampling error."""
-    rng = np.random.default_rng(seed)
-    qs = np.array([draw(rng, n) for _ in range(draws)])
-    tr = np.trace(qs, axis1=1, axis2=2)
-    samples = [qs[:, 0, 0], qs[:, n - 1, n - 1], qs[:, 0, n - 1] ** 2 - 1 / n,
-               qs[:, n - 1, 0] ** 2 - 1 / n, tr, tr ** 2 - 1, tr ** 4 - 3,
-               (np.linalg.det(qs) > 0) - 0.5]
-    # (a moment that never varies, as the unsigned QR's determinant, scores as huge)
-    return max(abs(x.mean()) / max(x.std() / np.sqrt(draws), 1e-12) for x in samples)
-
-
-def test_every_rotation_draw_is_haar_and_a_biased_one_is_caught():
-    """Both draws (the QR of a Gaussian, and its reflections drawn directly: 2.4x cheaper) give
-    rotations distributed as Haar's; the same moments catch constructions that are not (the QR
-    without its sign fix, and a Gaussian matrix made orthogonal by its polar part is Haar too,
-    so the naive baseline is the QR of a *uniform* matrix)."""
-    for make in DRAWS.values():
-        assert _haar_misfit(make) < 4.5
-    def unsigned(rng, n):
-        return np.linalg.qr(rng.standard_normal((n, n)))[0]
-    def uniform(rng, n):
-        q, r = np.linalg.qr(rng.uniform(0, 1, (n, n)))
-        return q * np.sign(np.diag(r))
-    assert _haar_misfit(unsigned) > 8 and _haar_misfit(uniform) > 8
-    for draw in DRAWS:  # and at the store's size: orthogonal, fixed by the key, key-dependent
-        q = rotation(b"k" * 32, 384, draw)
-        assert np.allclose(q @ q.T, np.eye(384), atol=1e-9)
-        assert q is rotation(b"k" * 32, 384, draw)
-        assert not np.allclose(q, rotation(b"j" * 32, 384, draw))
-    assert np.abs(rotation(b"k" * 32, 384, 1) - rotation(b"k" * 32, 384, 2)).max() > 0.1
-    with pytest.raises(ValueError, match="unknown rotation draw"):
-        rotation(b"k" * 32, 384, 99)
+def test_a_sealed_vector_opens_only_in_its_own_row_and_the_column_holds_noise():
+    """The administrator holds a sealed card's vector token: without the card's key it opens
+    nowhere, moved to another row (scope, card, field) it does not open, and a token altered by
+    one character is refused, never read as some other vector. What the store's vector column
+    holds instead is noise: unit length, independent of the text (a guess's embedding scores
+    against it as against a random direction) and fresh for every row."""
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal((6, 384)).astype(np.float32)
+    keys = {str(i): os.urandom(32) for i in range(6)}
+    rows = [(str(i), seal_vector(keys[str(i)], v[i], "ns", "detective", str(i)))
+            for i in range(6)]
+    kept, opened = open_vectors(keys, "ns", "detective", rows, 384)
+    assert kept == [str(i) for i in range(6)] and np.array_equal(opened, v)
+    assert open_vectors(keys, "ns", "suspect", rows, 384)[0] == []  # another scope
+    assert open_vectors(keys, "ns2", "detective", rows, 384)[0] == []  # another case
+    swapped = [("0", rows[1][1]), ("1", rows[0][1])]
+    assert open_vectors(keys, "ns", "detective", swapped, 384)[0] == []  # another card's
+    forgotten = {k: key for k, key in keys.items() if k != "2"}
+    assert open_vectors(forgotten, "ns", "detective", rows, 384)[0] == ["0", "1", "3", "4", "5"]
+    token = rows[3][1]
+    bad = token[:40] + ("A" if token[40] != "A" else "B") + token[41:]
+    assert open_vectors(keys, "ns", "detective", [("3", bad)], 384)[0] == []
+    wrong_keys = {k: os.urandom(32) for k in keys}
+    assert open_vectors(wrong_keys, "ns", "detective", rows, 384)[0] == []
+    filler = noise(2000, 384)
+    assert np.allclose(np.linalg.norm(filler, axis=1), 1, atol=1e-5)
+    assert np.abs(filler @ (v[0] / np.linalg.norm(v[0]))).max() < 0.3  # no direction of it
+    assert not np.array_equal(noise(1, 384), noise(1, 384))
 
 
 def test_a_draw_gives_the_same_rotation_for_good():
-    """A scope's rotation is redrawn from its key whenever the key file is read, so a draw may
-    be made faster but never different: these entries were drawn by the first version of each
-    draw (draw 2: before its fill was rewritten); stored vectors turned then must still meet
-    queries turned now."""
+    """The retired rotation is still redrawn from a v1 scope's key when a store written before
+    issue 51 is migrated, so a draw may never change: these entries were drawn by the first
+    version of each draw (draw 2: before its fill was rewritten); vectors turned then must
+    turn back now."""
     q1, q2 = rotation(b"k" * 32, 384, 1), rotation(b"k" * 32, 384, 2)
     assert np.allclose(q1[0, :3], [-0.09618770451094116, -0.029839267506720887,
                                    0.012190180450006428], rtol=0, atol=1e-12)
@@ -158,37 +136,6 @@ def test_an_opened_card_is_served_again_only_while_its_key_and_row_are_the_same(
     assert not a._opened and not a._opened_in
 
 
-def test_a_new_scopes_rotation_is_drawn_while_its_key_is_made_durable(tmp_path, monkeypatch):
-    """The draw (CPU) runs beside the key file's write and fsync (disk), not after it, and
-    gives the scope's own rotation; a key that was never stored leaves no pending draw."""
-    import bureau.sealing as sealing
-    from bureau.sealing.keys import KeyStore as Store
-
-    sealer = sealing.Sealer(tmp_path / "seal.keys")
-    seen = []
-    real_write = Store._write_scope
-
-    def write_scope(self, namespace, scope, key, wrapped):
-        seen.append(key.key in sealer._drawing)  # the draw was begun before the write
-        return real_write(self, namespace, scope, key, wrapped)
-
-    monkeypatch.setattr(Store, "_write_scope", write_scope)
-    key, _ = sealer.seal("ns", "x1", [("1", TEXTS[0], {})], dims=384)
-    v = np.random.default_rng(3).standard_normal((12, 384))
-    assert seen == [True] and np.array_equal(sealer.rotate(key, v), rotate(key.key, v, key.draw))
-    assert not sealer._drawing
-    sealer.seal("ns", "x1", [("2", TEXTS[1], {})], dims=384)  # an existing scope: no draw
-    assert not sealer._drawing
-
-    def full(self, *a):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(Store, "_write_scope", full)
-    with pytest.raises(OSError):
-        sealer.seal("ns", "x2", [("3", TEXTS[2], {})], dims=384)
-    assert not sealer._drawing and sealer.keys.scope_key("ns", "x2") is None
-
-
 def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
     """A forgotten card's wrapped key is in no file of the key store afterwards (rewritten to a
     new file and renamed, never edited in place), and a second holder (another process) that
@@ -210,7 +157,7 @@ def test_destroyed_keys_leave_no_old_copy_in_the_key_store(tmp_path):
     assert other.data_keys("ns", "detective", ["1", "2"]) == {"2": keys["2"]}
     assert not [p for p in store.root.rglob("*") if p.name.endswith(".tmp")]
     store.forget_cards("ns", "detective", ["2"])
-    assert not path.exists()  # the scope key (and its rotation) go with the last card
+    assert not path.exists()  # the scope key goes with the last card
     assert other.scope_key("ns", "detective") is None
     assert store.held() == {"scopes": 0, "card_keys": 0}
 
@@ -241,19 +188,27 @@ def test_a_new_card_appends_its_key_and_a_torn_append_loses_no_other_card(tmp_pa
         "ns", "s", ["1", "3", "4", *(f"m{i}" for i in range(70))])) == 73
 
 
-@pytest.mark.parametrize("draw", [99, "2", True, None, 0])
-def test_a_key_file_naming_an_unknown_rotation_draw_is_a_lost_key_file(tmp_path, draw):
-    """A damaged or foreign ``"rotation"`` field (a draw this bureau does not have, or the right
-    number as a string or a boolean) is refused when the file is read, as a typed error naming
-    the file; not a bare error at the next search, and never a query turned by a guessed draw."""
+@pytest.mark.parametrize("head", [{"v": 1, "rotation": 99}, {"v": 1, "rotation": "2"},
+                                  {"v": 1, "rotation": True}, {"v": 1, "rotation": None},
+                                  {"v": 1, "rotation": 0}, {"v": 2, "rotation": 2}, {"v": 3},
+                                  {"v": True}, {"v": "2"}])
+def test_a_key_file_naming_an_unknown_version_or_draw_is_a_lost_key_file(tmp_path, head):
+    """A damaged or foreign head (a v1 file naming a draw this bureau does not have, or the
+    right number as a string or a boolean; a v2 file naming a draw; a version this bureau does
+    not know) is refused when the file is read, as a typed error naming the file: a v1 scope's
+    vectors could not be turned back by a guessed draw."""
     store = KeyStore(tmp_path / "seal.keys")
     store.new_cards("ns", "s", ["1"])
     path = store.scope_path("ns", "s")
     lines = path.read_bytes().split(b"\n")
-    head = json.loads(lines[0])
-    assert head["rotation"] == 2 and KeyStore(store.root).scope_key("ns", "s").draw == 2
-    head["rotation"] = draw
-    path.write_bytes(b"\n".join([json.dumps(head).encode(), *lines[1:]]))
+    first = json.loads(lines[0])
+    assert first["v"] == 2 and "rotation" not in first
+    assert KeyStore(store.root).scope_key("ns", "s").draw is None
+    for good in ({"v": 1}, {"v": 1, "rotation": 2}):  # what an issue-31 store wrote
+        path.write_bytes(b"\n".join([json.dumps({**first, **good}).encode(), *lines[1:]]))
+        assert KeyStore(store.root).scope_key("ns", "s").draw == good.get("rotation", 1)
+    path.write_bytes(b"\n".join([json.dumps({**{k: v for k, v in first.items() if k != "v"},
+                                             **head}).encode(), *lines[1:]]))
     for reader in (store, KeyStore(store.root)):  # the holder that wrote it, and a fresh one
         with pytest.raises(SealKeysLostError, match=f"{path}.*not a key file"):
             reader.scope_key("ns", "s")
@@ -325,8 +280,9 @@ def _assert_same_searches(gw, plain, a, b):
 
 def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
     """Sealing changes no search result: the same cards, in the same order, with the same
-    cosine, through the union search and PowerMem's own; while what the database holds is
-    ciphertext and turned vectors (the administrator's dictionary attack finds nothing)."""
+    cosine, through the union search, one scope's search and the exact reference; while what
+    the database holds is ciphertext (text, the labels that name content, the vector) and a
+    noise vector column (the administrator's dictionary attack finds nothing)."""
     with _sealed_and_clear(bureau) as (gw, plain, a, b):
         made = {}
         for g, c in ((gw, a), (plain, b)):
@@ -334,9 +290,15 @@ def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
             made[c.id] += [g.add(c.space, "x2", t, {"abstraction": f"about {i}"})
                            for i, t in enumerate(TEXTS[3:])]
         for vec, sa in _assert_same_searches(gw, plain, a, b):
+            ea, _ = gw.search_scopes_exact(a.space, ["x1", "x2", BOARD], vec, 3)
+            eb, _ = plain.search_scopes_exact(b.space, ["x1", "x2", BOARD], vec, 3)
             for owner in ("x1", "x2"):
                 one_a, _ = gw.search_scope(a.space, owner, vec, 3)
-                assert [c.id for c in one_a] == [c.id for c in sa[owner]]
+                assert [c.id for c in one_a] == [c.id for c in sa[owner]] == [
+                    c.id for c in ea[owner]]
+                assert [c.content for c in ea[owner]] == [c.content for c in eb[owner]]
+                assert np.allclose([c.score for c in ea[owner]], [c.score for c in eb[owner]],
+                                   atol=2e-6)
         assert gw.get(a.space, "x2", made[a.id][-1].id).abstraction == "about 4"
         vs = gw.memory.storage.vector_store
         ids = {c.id for c in made[a.id]}
@@ -346,47 +308,57 @@ def test_sealed_search_is_card_for_card_the_unsealed_search(bureau):
         for row in sealed_rows:
             assert row[vs.text_field].startswith("sealed:1:")
             assert row["fulltext_content"] == row[vs.text_field]
-            assert "about" not in json.dumps(row[vs.metadata_field])
+            meta = json.loads(row[vs.metadata_field])
+            assert "about" not in json.dumps(meta) and "topic" not in meta
+            assert meta["vector"].startswith("sealed:1:")
             cos = clear @ _vector(row[vs.vector_field])
             assert np.abs(cos).max() < 0.35  # no guess among the texts matches
         for row in _raw(gw, b.space, {c.id for c in made[b.id]}):
             assert (clear @ _vector(row[vs.vector_field])).max() > 0.99  # unsealed: it does
 
 
-def test_a_scope_made_before_draws_were_named_keeps_its_rotation(bureau, monkeypatch):
-    """A data directory from before the rotation draw was named in key files: its scopes keep
-    draw 1 through new cards, a forget's rewrite and a reopen, and new scopes get draw 2; every
-    search stays card-for-card the unsealed one (a scope turned by one draw and queried with the
-    other would rank noise)."""
-    import bureau.sealing.keys as keys_module
+def test_no_sealed_row_keeps_a_label_that_names_or_links_its_content(bureau, case):
+    """The administrator reads every row of a case after seeds, a publish, a promotion and
+    task-scope writes copied from cards: no sealed row keeps in clear a label that names the
+    scenario's seed (``seed_key``, its topic, kind, type), links a copy to its source
+    (``source_id``, ``promoted_from``, ``copied_from``, ``source_role``) or fingerprints the
+    text (``content_hash``); the labels come back opened, the listings that filter on them
+    still find the copies, and revoking the source still reaches every copy (issue 51)."""
+    from bureau.sealing import CLEAR_META
 
-    with _sealed_and_clear(bureau) as (gw, plain, a, b):
-        store = gw.sealer.keys
-        with monkeypatch.context() as m:
-            m.setattr(keys_module, "CURRENT_DRAW", 1)
-            old = gw.add_many(a.space, "x1", [(t, {}) for t in TEXTS[:4]])
-        gw.add_many(a.space, "x1", [(t, {}) for t in TEXTS[4:6]])  # appended to a draw-1 file
-        gw.add_many(a.space, "x2", [(t, {}) for t in TEXTS[3:]])  # a new scope: draw 2
-        plain.add_many(b.space, "x1", [(t, {}) for t in TEXTS[:6]])
-        plain.add_many(b.space, "x2", [(t, {}) for t in TEXTS[3:]])
-        heads = {o: json.loads(store.scope_path(a.space.store_id, o).read_bytes().split(b"\n")[0])
-                 for o in ("x1", "x2")}
-        assert "rotation" not in heads["x1"] and heads["x2"]["rotation"] == 2
-        assert [KeyStore(store.root).scope_key(a.space.store_id, o).draw
-                for o in ("x1", "x2")] == [1, 2]  # as another process reads them
-        assert gw.delete(a.space, "x1", old[0].id)  # its scope's file rewritten without it
-        b_all = plain.search_scope(b.space, "x1", gw.embed_query(TEXTS[0])[0], 9)[0]
-        assert plain.delete(b.space, "x1", next(c.id for c in b_all if c.content == TEXTS[0]))
-        assert "rotation" not in json.loads(
-            store.scope_path(a.space.store_id, "x1").read_bytes().split(b"\n")[0])
-        turned = {o: store.scope_key(a.space.store_id, o) for o in ("x1", "x2")}
-        clear = gw.encoder.embed(TEXTS)
-        vs = gw.memory.storage.vector_store
-        for row in _raw(gw, a.space, {c.id for c in old[1:]}):  # really turned by draw 1
-            v = _vector(row[vs.vector_field])
-            assert (clear @ rotation(turned["x1"].key, 384, 1).T @ v).max() > 0.99
-            assert (clear @ rotation(turned["x1"].key, 384, 2).T @ v).max() < 0.35
-        _assert_same_searches(gw, plain, a, b)
+    gw, ns = bureau.gateway, case.space.store_id
+    informant = case.agent("informant")
+    informant.scopes.create("heist")
+    informant.scopes.invite("heist", "detective")
+    case.agent("detective").scopes.accept("heist")
+    source = case.whisper("informant", "The getaway van is parked behind the mill.", topic="van")
+    board = informant.publish(source.id)
+    promoted = case.promote("informant", source.id)
+    informant.scopes.write("heist", "where", from_card=source.id)
+    informant.scopes.write("heist", "pasted", "The getaway van is parked behind the mill.")
+    seed = case.seed_card("safe-code")
+    assert (board.source_id, promoted.promoted_from, seed.seed_key) == (
+        source.id, source.id, "safe-code")
+    vs = gw.memory.storage.vector_store
+    with gw.sql_engine.connect() as conn:
+        rows = conn.execute(text(
+            f"SELECT `{vs.primary_field}`, `agent_id`, `{vs.text_field}`, `{vs.metadata_field}` "
+            f"FROM `{vs.collection_name}` WHERE `user_id` = :u"), {"u": ns}).fetchall()
+    sealed = [(str(i), o, json.loads(m)) for i, o, body, m in rows if body.startswith("sealed:1:")]
+    assert len(sealed) >= 9
+    for _cid, owner, meta in sealed:
+        assert set(meta) <= set(CLEAR_META) | {"sealed", "vector"}, (owner, sorted(meta))
+        blob = json.dumps({k: v for k, v in meta.items() if k not in ("sealed", "vector")})
+        for named in (source.id, "safe-code", "van", "informant", "access-code"):
+            assert named not in blob, (owner, named)
+    # opened, the links are there; the listings that filter on them find the copies
+    assert [c.id for c in gw.list(case.space, BOARD, where={"source_id": source.id})] == [
+        board.id]
+    assert [c.id for c in gw.list(case.space, "informant",
+                                  where={"promoted_from": source.id})] == [promoted.id]
+    assert gw.list(case.space, "informant", where={"seed_key": "safe-code"})[0].id == seed.id
+    reached = set(case.revoke(source.id))
+    assert {source.id, board.id, promoted.id} <= reached and len(reached) >= 6
 
 
 def test_forgetting_destroys_every_copys_key_and_a_restored_backup_stays_noise(bureau, case):
@@ -631,8 +603,10 @@ def test_the_canary_is_on_disk_after_a_plain_delete_and_not_after_a_sealed_forge
 def test_the_sealing_page_shows_the_labs_own_table():
     """docs/sealing.md's forgetting table is the one the lab writes from its kept rows
     (``python -m bureau forgetting --docs``), not a hand-typed copy; and the rows hold what
-    the page says they hold: every operation, both settings, the classroom's commands."""
-    from bureau.labs.forgetting.lab import CLASSROOM_OPERATIONS, OPERATIONS
+    the page says they hold: every operation, both settings, the classroom's commands; unsealed,
+    every attack names the canaries (the observer's tools work); sealed, no canary in clear and
+    no attack without the key store beyond what chance gives 20 canaries (issue 51)."""
+    from bureau.labs.forgetting.lab import ATTACKS, CLASSROOM_OPERATIONS, GEOMETRY, OPERATIONS
     from bureau.labs.forgetting.report import docs_block, read_rows, table_in
 
     rows = read_rows(REPO / "docs" / "forgetting.json")
@@ -641,6 +615,12 @@ def test_the_sealing_page_shows_the_labs_own_table():
         (s, op) for s in (False, True) for op in OPERATIONS + CLASSROOM_OPERATIONS}
     assert all(r["plaintext_found"] == 0 for r in rows if r["sealed"])
     assert all(r["plaintext_found"] == r["canaries"] for r in rows if not r["sealed"])
+    assert all(r["canaries"] >= 11 and all(a in r for a in ATTACKS) for r in rows)
+    assert all(r[a] >= 0.9 for r in rows if not r["sealed"] for a in GEOMETRY)
+    sealed = [r for r in rows if r["sealed"]]
+    assert all(r[a] <= 0.2 for r in sealed for a in (*GEOMETRY, "top1_files_only"))
+    hits = sum(r[a] * r["trials"] for r in sealed for a in GEOMETRY)
+    assert hits / sum(r["trials"] for r in sealed for _ in GEOMETRY) <= 0.04  # chance: 2 %
 
 
 def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):

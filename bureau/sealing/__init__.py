@@ -1,27 +1,27 @@
-"""Sealed memory (issue 31): what the bureau stores for a role is ciphertext under that card's
-own key, and forgetting a card destroys the key, so every copy the database keeps (its redo log,
-old data blocks, a backup) is noise from then on -- crypto-shredding.
+"""Sealed memory (issues 31, 51): what the bureau stores for a role is ciphertext under that
+card's own key -- its text, the labels that name or link its content, and its vector -- and
+forgetting a card destroys the key, so every copy the database keeps (its redo log, old data
+blocks, a backup) is noise from then on -- crypto-shredding.
 
 * :mod:`~bureau.sealing.cipher`: AES-GCM per text, bound to (namespace, scope, card id, field);
+* :mod:`~bureau.sealing.vectors`: a card's vector sealed the same way, and the noise the store's
+  vector column holds instead;
 * :mod:`~bureau.sealing.keys`: the key store outside the database (scope keys wrapping per-card
   data keys; destroyed keys leave no old copy in it);
-* :mod:`~bureau.sealing.rotation`: a per-scope secret orthogonal rotation of vectors (cosines,
-  hence every search result, unchanged).
+* :mod:`~bureau.sealing.rotation`: retired; turns back the vectors of a store written before
+  issue 51 while it is migrated.
 
-:class:`Sealer` is what the storage gateway calls: it seals before a text leaves the process and
-opens what the store returns. Which actor this protects against, and which not: README, threat
-model ("Sealed memory").
+:class:`Sealer` is what the storage gateway calls: it seals before a text or a vector leaves the
+process and opens what the store returns. Which actor this protects against, and which not:
+README, threat model, docs/sealing.md ("What it protects, from whom").
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,30 +29,23 @@ import numpy as np
 
 from .cipher import PREFIX, is_sealed, row_ad, seal, unseal
 from .keys import KeyStore, ScopeKey
-from .rotation import rotate
-from .rotation import rotation as _draw
+from .vectors import VECTOR_KEY, noise, open_vectors, seal_vector
 
-__all__ = ["PREFIX", "SEALED_META", "KeyStore", "ScopeKey", "Sealer", "is_sealed"]
+__all__ = ["CLEAR_META", "PREFIX", "VECTOR_KEY", "KeyStore", "ScopeKey", "Sealer", "is_sealed",
+           "noise"]
 
-SEALED_META = ("abstraction", "content_hash")
-"""Metadata that carries (or fingerprints) card text: sealed with the card, in ``sealed``.
-Every other label stays in clear: the store filters on them (source, topic, trust, ...)."""
+CLEAR_META = ("visibility", "tier", "provenance", "trust", "created")
+"""The labels a sealed row keeps in clear: none names, links or fingerprints its text (whether a
+card is shared, its trust tier, where it came from by kind, and when), and the store filters on
+some of them (``trust``, ``created``). Every other label is sealed with the card in
+``metadata.sealed``: its topic, kind, sensitivity and type (with the public scenario file, a seed
+card's labels name which seed it is), ``seed_key``, the ids it was copied from
+(``source_id``, ``promoted_from``, ``copied_from``: a board copy would name its source card),
+its source role, abstraction, content hash and tool source (issue 51). A listing that filters
+on a sealed label filters after opening (:meth:`bureau.storage.gateway.MemoryGateway.list`)."""
 
 
 _Slot = tuple[str, "tuple[str, ...] | None", str, str]
-
-_DRAWER: dict[int, ThreadPoolExecutor] = {}
-
-
-def _drawer() -> ThreadPoolExecutor:
-    """This process's thread drawing a new scope's rotation while its key file is written
-    and fsynced (:meth:`Sealer.seal`); a forked child makes its own (threads do not cross a
-    fork)."""
-    pid = os.getpid()
-    pool = _DRAWER.get(pid)
-    if pool is None:
-        pool = _DRAWER[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bureau-draw")
-    return pool
 
 
 OPENED_CAP = 16_384
@@ -78,52 +71,43 @@ class Sealer:
         self._opened_in: dict[str, set[_Slot]] = {}
         """namespace -> its slots in ``_opened`` (a case deleted drops its own, not a scan)."""
         self._opened_lock = threading.Lock()
-        self._drawing: dict[bytes, Future[Any]] = {}
-        """A new scope's rotation being drawn (by scope key), begun before its key was durable."""
 
-    def seal(self, namespace: str, scope: str, entries: Sequence[tuple[str, str, dict[str, Any]]],
-             dims: int | None = None) -> tuple[ScopeKey, list[tuple[str, dict[str, Any]]]]:
-        """``(card id, text, metadata)`` of new cards -> the scope key and, per card, its sealed
-        text and metadata. The keys are durable before this returns. ``dims``: the vectors'
-        size; a new scope's rotation is then drawn on another thread while its key file is
-        written and fsynced (the CPU and the disk side by side: most of what sealing added to
-        seeding a case, one draw and one fsync per role, issue 31 §4)."""
-        made: list[bytes] = []
-
-        def predraw(key: ScopeKey) -> None:
-            if dims:
-                self._drawing[key.key] = _drawer().submit(_draw, key.key, dims, key.draw)
-                made.append(key.key)
-
-        try:
-            scope_key, dks = self.keys.new_cards(namespace, scope, [e[0] for e in entries],
-                                                 on_new_scope=predraw)
-        except BaseException:
-            for key in made:  # the key was never stored: nothing will ask for its rotation
-                self._drawing.pop(key, None)
-            raise
+    def seal(self, namespace: str, scope: str, entries: Sequence[tuple[str, str, dict[str, Any]]]
+             ) -> tuple[dict[str, bytes], list[tuple[str, dict[str, Any]]]]:
+        """``(card id, text, metadata)`` of new cards -> their data keys and, per card, its
+        sealed text and metadata (the labels of :data:`CLEAR_META` in clear, the rest sealed).
+        The keys are durable before this returns."""
+        _, dks = self.keys.new_cards(namespace, scope, [e[0] for e in entries])
         out = []
         for cid, text, meta in entries:
             dk = dks[cid]
-            clear = {k: v for k, v in meta.items() if k not in SEALED_META}
-            hidden = {k: meta[k] for k in SEALED_META if meta.get(k) is not None}
+            clear, hidden = split_labels(meta)
             if hidden:
                 clear["sealed"] = seal(dk, json.dumps(hidden, sort_keys=True),
                                        row_ad(namespace, scope, cid, "meta"))
             out.append((seal(dk, text, row_ad(namespace, scope, cid, "content")), clear))
-        return scope_key, out
+        return dks, out
 
-    def rotate(self, scope_key: ScopeKey, vectors: np.ndarray) -> np.ndarray:
-        drawing = self._drawing.pop(scope_key.key, None)
-        if drawing is not None:  # drawn (and cached) while the key was made durable; should
-            with contextlib.suppress(Exception):  # it have failed, rotate draws it again
-                drawing.result()
-        return rotate(scope_key.key, vectors, scope_key.draw)
+    @staticmethod
+    def seal_vectors(namespace: str, scope: str, keys: dict[str, bytes], ids: Sequence[str],
+                     vectors: np.ndarray) -> list[str]:
+        """Each new card's vector sealed under its data key (``keys``: from :meth:`seal`)."""
+        return [seal_vector(keys[cid], vec, namespace, scope, cid)
+                for cid, vec in zip(ids, vectors, strict=True)]
 
-    def query(self, namespace: str, scope: str, vector: np.ndarray) -> np.ndarray:
-        """A query vector as this scope's stored vectors are turned (as is: no sealed card)."""
-        key = self.keys.scope_key(namespace, scope)
-        return vector if key is None else rotate(key.key, vector[None, :], key.draw)[0]
+    def sealed_scope(self, namespace: str, scope: str) -> bool:
+        """Whether the scope holds sealed cards (it has a key; one ``stat``, cached read)."""
+        return self.keys.scope_key(namespace, scope) is not None
+
+    def open_vectors(self, namespace: str, scope: str, rows: Sequence[tuple[str, str]],
+                     dims: int) -> tuple[list[str], np.ndarray]:
+        """``(card id, vector token)`` rows of one scope opened: the ids that opened and their
+        vectors (:func:`.vectors.open_vectors`); a forgotten card is left out.
+        ``SealKeysLostError`` when the key store itself is gone."""
+        keys = self.keys.data_keys(namespace, scope, [cid for cid, _ in rows])
+        if rows and not keys and not self.keys.exists():
+            raise self.keys.lost("its MANIFEST is gone")
+        return open_vectors(keys, namespace, scope, rows, dims)
 
     def open_rows(self, namespace: str, rows: Sequence[dict[str, Any]],
                   reader: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
@@ -154,6 +138,7 @@ class Sealer:
                 continue  # forgotten: its key was destroyed
             meta = row.get("metadata") or {}
             meta = dict(json.loads(meta) if isinstance(meta, str | bytes) else meta)
+            meta.pop(VECTOR_KEY, None)  # the sealed vector is the index's, never a caller's
             opened = self._open((namespace, reader, scope, cid), dk, str(body),
                                 meta.pop("sealed", None))
             if opened is None:
@@ -227,6 +212,13 @@ class Sealer:
             return self.keys.forget_namespace(namespace)
         finally:
             self._drop_opened(namespace)
+
+
+def split_labels(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A card's labels as a sealed row keeps them: (in clear, to be sealed)."""
+    clear = {k: v for k, v in meta.items() if k in CLEAR_META}
+    hidden = {k: v for k, v in meta.items() if k not in CLEAR_META and v is not None}
+    return clear, hidden
 
 
 def _text(row: dict[str, Any]) -> object:

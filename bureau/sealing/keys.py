@@ -6,9 +6,9 @@ Layout (``Settings.seal_keys_path``, a folder ``seal.keys`` beside the audit key
     seal.keys/.lock                    writers take it (flock) across processes
     seal.keys/<ns>/<scope>.key         one (case namespace, role/board/...) scope
 
-A scope file holds the scope key (32 random bytes; it also draws the scope's vector rotation,
-by the draw the file names: :mod:`.rotation`) and, per card, that card's data key *wrapped* by
-the scope key (AES-GCM, bound to the card id):
+A scope file holds the scope key (32 random bytes) and, per card, that card's data key *wrapped*
+by the scope key (AES-GCM, bound to the card id), which seals the card's text, its labels and its
+vector (:mod:`.vectors`):
 a first line (JSON: the key and the cards when the file was last written whole) and, after it,
 one line per batch of cards added since (``{"cards": {...}}``), each appended and fsynced before
 any row of those cards is written. Appending is what keeps a write's cost flat: rewriting the
@@ -23,6 +23,13 @@ linear). Forgetting a scope or a whole namespace unlinks the files. Every rewrit
 fsync, rename, fsync the folder: no old copy of a destroyed key stays in the store (the old
 file's inode is released, never edited in place; appends only ever add keys of live cards),
 and a crash leaves either the old or the new file, never half of one.
+
+Versions. A store written before issue 51 (MANIFEST v1) turned each scope's vectors by a rotation
+drawn from the scope key, and its scope files (``"v": 1``) name that draw (``"rotation"``; none:
+draw 1). Such a store is migrated when it is opened (:mod:`bureau.storage.seal_migration`: each
+vector turned back and sealed under its card's key), then its files are rewritten as ``"v": 2``
+(no draw) and the MANIFEST last; until then every file keeps its draw, so a migration a crash
+cut short can still turn the rest back.
 
 The store is per data directory (in classroom mode: the learner's own, never the tenant), so
 whoever copies the data directory *with* this folder can open every live card; forgotten ones
@@ -50,10 +57,12 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..errors import SealKeysLostError
 from .cipher import KEY_BYTES
-from .rotation import CURRENT_DRAW, DRAWS
+from .rotation import DRAWS
 
 MANIFEST = "MANIFEST"
-_MANIFEST_TEXT = "bureau seal key store v1: one folder per case namespace, one file per scope\n"
+_MANIFEST_V1 = "bureau seal key store v1: one folder per case namespace, one file per scope\n"
+_MANIFEST_TEXT = ("bureau seal key store v2: one folder per case namespace, one file per scope; "
+                  "vectors sealed per card\n")
 
 
 _PATHS_KEPT = 65_536
@@ -69,28 +78,36 @@ def _wrap_ad(card_id: str) -> bytes:
 
 @dataclass(frozen=True)
 class ScopeKey:
-    """A scope's key and the draw its rotation is made by (:data:`.rotation.DRAWS`): a scope
-    keeps the draw it was made with, since its stored vectors were turned by it."""
+    """A scope's key. ``draw``: in a file written before issue 51 (``"v": 1``), the draw of the
+    rotation its stored vectors were turned by (:data:`.rotation.DRAWS`), which the migration
+    needs to turn them back; ``None`` in a current file (vectors sealed per card)."""
 
     key: bytes
-    draw: int = 1
+    draw: int | None = None
 
     def __repr__(self) -> str:  # never the key itself in a log or a traceback
         return f"ScopeKey(draw={self.draw})"
 
 
 def parse_scope_file(body: bytes) -> tuple[ScopeKey, dict[str, str], int]:
-    """A scope file's key (with its rotation's draw: 1 when the file names none, as files
-    written before draws were named), its wrapped card keys (first line and appended lines merged) and
-    how many appended lines it has. ``ValueError``/``KeyError``/``TypeError`` when its first
-    line is not a key file's (a draw this bureau does not know included: its vectors could not be
-    turned back, so the file is as good as lost); an appended line that does not parse is one a crash cut short
-    (skipped: see the module's docstring)."""
+    """A scope file's key (with, in a v1 file, its rotation's draw: 1 when it names none, as
+    files written before draws were named), its wrapped card keys (first line and appended lines
+    merged) and how many appended lines it has. ``ValueError``/``KeyError``/``TypeError`` when
+    its first line is not a key file's (a v1 draw this bureau does not know included: its
+    vectors could not be turned back, so the file is as good as lost; a v2 file naming a draw
+    too); an appended line that does not parse is one a crash cut short (skipped: see the
+    module's docstring)."""
     lines = body.split(b"\n")
     head = json.loads(lines[0])
-    draw = head.get("rotation", 1)
-    if type(draw) is not int or draw not in DRAWS:  # not "2", not true (bool is an int)
-        raise ValueError(f"unknown rotation draw {draw!r}")
+    version = head.get("v", 1)
+    if version == 2 and type(version) is int and "rotation" not in head:
+        draw = None
+    elif version == 1 and type(version) is int:
+        draw = head.get("rotation", 1)
+        if type(draw) is not int or draw not in DRAWS:  # not "2", not true (bool is an int)
+            raise ValueError(f"unknown rotation draw {draw!r}")
+    else:
+        raise ValueError(f"unknown key file version {version!r}")
     key = ScopeKey(bytes.fromhex(head["scope_key"]), draw)
     wrapped = dict(head["cards"])
     tail = 0
@@ -101,6 +118,15 @@ def parse_scope_file(body: bytes) -> tuple[ScopeKey, dict[str, str], int]:
         with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
             wrapped.update({str(c): str(w) for c, w in json.loads(line)["cards"].items()})
     return key, wrapped, tail
+
+
+def _scope_body(key: ScopeKey, wrapped: dict[str, str]) -> bytes:
+    """A scope file's first line: v2, or (a scope of a store not migrated yet, rewritten by a
+    forget before its migration) v1 with its draw, as it was written (a draw-1 file names none)."""
+    head: dict[str, object] = {"v": 2 if key.draw is None else 1, "scope_key": key.key.hex()}
+    if key.draw not in (None, 1):
+        head["rotation"] = key.draw
+    return json.dumps({**head, "cards": wrapped}, separators=(",", ":")).encode("ascii") + b"\n"
 
 
 @dataclass
@@ -146,6 +172,39 @@ class KeyStore:
 
     def exists(self) -> bool:
         return (self.root / MANIFEST).is_file()
+
+    def needs_migration(self) -> bool:
+        """True for a store written before issue 51 (MANIFEST v1): its scopes' vectors are
+        turned by a rotation, not sealed per card (:mod:`bureau.storage.seal_migration`)."""
+        try:
+            return (self.root / MANIFEST).read_text(encoding="utf-8") != _MANIFEST_TEXT
+        except FileNotFoundError:
+            return False
+
+    def legacy_files(self) -> list[Path]:
+        """The scope files still written the v1 way (naming a rotation's draw)."""
+        out = []
+        for path in sorted(self.root.glob("*/*.key")):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                if parse_scope_file(path.read_bytes())[0].draw is not None:
+                    out.append(path)
+        return out
+
+    def retire_draws(self) -> int:
+        """Rewrite every v1 scope file as v2 (the same keys, no draw), each atomically; the
+        caller holds :meth:`locked` and has migrated every vector first. Returns how many."""
+        n = 0
+        for path in self.legacy_files():
+            key, wrapped, _ = parse_scope_file(path.read_bytes())
+            self._atomic_write(path, _scope_body(ScopeKey(key.key), wrapped))
+            n += 1
+        with self._lock:
+            self._cache.clear()
+        return n
+
+    def mark_migrated(self) -> None:
+        """The MANIFEST rewritten as v2: the last step of a migration."""
+        self._atomic_write(self.root / MANIFEST, _MANIFEST_TEXT.encode())
 
     def _ensure(self) -> None:
         if self.exists():
@@ -219,13 +278,12 @@ class KeyStore:
     def new_cards(self, namespace: str, scope: str, card_ids: Iterable[str],
                   on_new_scope: Callable[[ScopeKey], None] | None = None) -> tuple[
             ScopeKey, dict[str, bytes]]:
-        """Fresh data keys for new cards (and the scope key, made now if the scope has none,
-        with the current rotation draw; ``on_new_scope`` hears of it before it is written);
+        """Fresh data keys for new cards (and the scope key, made now if the scope has none;
+        ``on_new_scope`` hears of it before it is written);
         durable (fsynced) before this returns, so no card is ever stored without its key."""
         ids = list(card_ids)
         with self._writing(namespace, scope) as found:
-            key = (found.key if found is not None
-                   else ScopeKey(secrets.token_bytes(KEY_BYTES), CURRENT_DRAW))
+            key = found.key if found is not None else ScopeKey(secrets.token_bytes(KEY_BYTES))
             if found is None and on_new_scope is not None:
                 on_new_scope(key)
             aead = AESGCM(key.key)
@@ -362,6 +420,11 @@ class KeyStore:
                     self._cache.pop((namespace, scope), None)
                 raise
 
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The store's writer lock (this process's threads and every other process): a
+        migration holds it from its first row to its MANIFEST."""
+        return self._locked()
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with self._lock:
@@ -380,11 +443,7 @@ class KeyStore:
         if not path.parent.is_dir():
             path.parent.mkdir(mode=0o700, exist_ok=True)
             self._fsync_dir(self.root)
-        head: dict[str, object] = {"v": 1, "scope_key": key.key.hex()}
-        if key.draw != 1:  # a draw-1 file stays as it was written before draws were named
-            head["rotation"] = key.draw
-        body = json.dumps({**head, "cards": wrapped}, separators=(",", ":")).encode("ascii")
-        self._atomic_write(path, body + b"\n")
+        self._atomic_write(path, _scope_body(key, wrapped))
 
     def _append_scope(self, namespace: str, scope: str, added: dict[str, str]) -> None:
         """New cards' wrapped keys as one line at the end of the scope's file, fsynced (the

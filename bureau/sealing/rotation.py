@@ -1,30 +1,21 @@
-"""A scope's secret rotation of its vectors: every cosine kept, the vectors themselves useless
-without the key.
+"""Retired (issue 51): the per-scope rotation stores written before issue 51 turned their
+vectors by, kept only so that their migration can turn each vector back
+(:mod:`bureau.storage.seal_migration`).
 
-The index needs vectors in clear, and a MiniLM vector is a fingerprint of its text: anyone with
-the public model embeds guesses and compares (a dictionary attack). An orthogonal matrix ``Q``
-drawn from the scope key turns every stored vector ``v`` into ``Q v``; the query of that scope is
-turned the same way, and since ``(Q q)·(Q v) = q·v`` every cosine, hence every top-k, is what it
-was (up to float32 rounding, ~1e-7). Without ``Q`` a stored vector scores like a random one
-against any guess (checked by the forgetting lab's dictionary attack).
+What it was: an orthogonal matrix ``Q`` drawn from the scope key turned every stored vector
+``v`` into ``Q v`` and each query the same way, so every cosine, hence every top-k, was kept. That
+was also its flaw: every cosine *within* a scope was kept on disk, so one known text in the scope
+(a public seed card) named every other card by its cosine to it, and two rows' candidate texts
+confirmed each other by their mutual cosine, forgotten cards in the redo log included (measured
+97-100 % among 50 candidates). Vectors are now sealed per card (:mod:`.vectors`).
 
-What it does not hide: the geometry *within* one scope (the cosines between its own vectors are
-kept, that is the point), so someone who knows many of a scope's texts and sees its vectors could
-try to align the two; and whoever holds the key store holds ``Q``.
+Two ways of drawing ``Q`` from a key, both Haar-distributed, named in a v1 scope file (none:
+draw 1), and both must give the very matrix they gave when the vectors were turned
+(``tests/test_sealing.py`` pins entries of each):
 
-Two ways of drawing ``Q`` from a key, both Haar-distributed (uniform over all rotations and
-reflections), named in the scope's key file so a scope keeps the draw its vectors were turned
-with (:data:`DRAWS`):
-
-* ``1`` (``qr``): the QR factorisation of a Gaussian matrix, signs fixed so the draw is unique
-  (~11 ms at 384 dimensions: the QR's own Householder factorisation and then forming ``Q``);
-* ``2`` (``householder``, every new scope): the same reflections drawn directly. Householder QR
-  of a Gaussian matrix meets, at step ``k``, a column that is again a fresh Gaussian vector in
-  ``n - k + 1`` dimensions (the Gaussian is rotation-invariant), so drawing those vectors
-  straight from the key gives the same distribution without factorising anything (Stewart 1980;
-  Mezzadri 2007); LAPACK's ``dorgqr`` forms ``Q`` from them. ~4.2 ms a draw: the sealed leak lab
-  draws one per written scope, ~2,000, and the draw was most of what sealing cost it (issue 31
-  §4). ``tests/test_sealing.py`` checks its moments against Haar's and against draw 1.
+* ``1`` (``qr``): the QR factorisation of a Gaussian matrix, signs fixed so the draw is unique;
+* ``2`` (``householder``): the Householder reflections such a QR would meet, drawn directly
+  (Stewart 1980; Mezzadri 2007), and LAPACK's ``dorgqr`` forming ``Q`` from them.
 """
 
 from __future__ import annotations
@@ -93,20 +84,15 @@ def _by_householder(rng: np.random.Generator, dims: int) -> np.ndarray:
 
 DRAWS: dict[int, Callable[[np.random.Generator, int], np.ndarray]] = {
     1: _by_qr, 2: _by_householder}
-"""Draw number (as a scope's key file names it) -> how its rotation is drawn."""
-CURRENT_DRAW = 2
-"""The draw of every new scope; a key file that names none is from before draws were named
-(draw 1)."""
+"""Draw number (as a v1 scope file names it) -> how its rotation is drawn."""
 
 
 @lru_cache(maxsize=256)
 def rotation(scope_key: bytes, dims: int, draw: int) -> np.ndarray:
-    """The ``dims`` x ``dims`` orthogonal matrix of one scope key (Haar-distributed; ``draw``:
-    which construction, see the module's docstring).
-
-    The draw runs on one BLAS thread: inside the bureau's process OpenBLAS's second thread
-    contends with the encoder's and the store's, and a QR took ~97 ms instead of ~9 ms. One
-    thread also makes the draw the same whatever the machine's core count."""
+    """The ``dims`` x ``dims`` orthogonal matrix of one scope key (``draw``: which
+    construction). It runs on one BLAS thread: inside the bureau's process OpenBLAS's second
+    thread contended with the encoder's (a QR took ~97 ms instead of ~9 ms), and one thread
+    makes the draw the same whatever the machine's core count."""
     make = DRAWS.get(draw)
     if make is None:
         raise ValueError(f"unknown rotation draw {draw!r} (known: {sorted(DRAWS)})")
@@ -118,25 +104,8 @@ def rotation(scope_key: bytes, dims: int, draw: int) -> np.ndarray:
     return q
 
 
-@lru_cache(maxsize=256)
-def _rotation32(scope_key: bytes, dims: int, draw: int) -> np.ndarray:
-    q = rotation(scope_key, dims, draw).astype(np.float32)
-    q.setflags(write=False)
-    return q
-
-
-def rotate(scope_key: bytes, vectors: np.ndarray, draw: int) -> np.ndarray:
-    """Rows of ``vectors`` turned by the scope's rotation (float32, as the store keeps them).
-
-    ``draw`` has no default on purpose: it is the scope's (its key file names it), and a caller
-    who forgot it would turn a draw-1 scope's query with another matrix and every cosine with it."""
-    if len(vectors) <= 8:
-        # A query (or a card or two): einsum's own loop over the float32 matrix, ~0.04 ms
-        # (0.14 ms in float64, a sealed interrogation's main extra cost: issue 31 §4; a cosine
-        # moves by ~5e-8 either way, the float32 storage's own rounding). Through BLAS the same
-        # product took ~14 ms inside the bureau's process (its threads wake beside
-        # onnxruntime's; measured in the interrogation profile), a sixth of an interrogation.
-        v32 = np.asarray(vectors, dtype=np.float32)
-        return np.einsum("ij,kj->ki", _rotation32(scope_key, v32.shape[-1], draw), v32)
-    v = np.asarray(vectors, dtype=np.float64)
-    return (v @ rotation(scope_key, v.shape[-1], draw).T).astype(np.float32)
+def turn_back(scope_key: bytes, draw: int, stored: np.ndarray) -> np.ndarray:
+    """Rows a v1 scope stored (each ``Q v``) turned back to ``v`` (float32): the migration's
+    one use of the rotation. ``draw`` is the scope file's; a wrong one gives noise."""
+    v = np.asarray(stored, dtype=np.float64)
+    return (v @ rotation(scope_key, v.shape[-1], draw)).astype(np.float32)

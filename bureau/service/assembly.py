@@ -58,9 +58,8 @@ def build_encoder(settings: Settings) -> Encoder:
 def build_gateway(settings: Settings) -> MemoryGateway:
     from . import faults
 
-    gateway = MemoryGateway.open(settings, build_encoder(settings))
-    gateway.on_step = faults.hit  # forgetting's crash points (issue 31)
-    return gateway
+    # forgetting's crash points (issue 31) and a sealed store's migration's (issue 51)
+    return MemoryGateway.open(settings, build_encoder(settings), on_step=faults.hit)
 
 
 def build_ledger(settings: Settings) -> BaseLedger:

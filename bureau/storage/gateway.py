@@ -13,9 +13,11 @@ accident:
   through this process's copy of each scope's vectors (:mod:`.scope_search`); every write bumps
   its scope's version in the store, so those copies -- here and in every other process sharing
   the store -- stay in step;
-* with ``Settings.seal`` (the default) every text is sealed before it leaves the process and
-  every vector turned by its scope's rotation (:mod:`bureau.sealing`); every delete destroys the
-  card's key *before* the row goes, so a crash in between leaves noise, never text.
+* with ``Settings.seal`` (the default) every text, every label that names or links content and
+  every vector is sealed under the card's own key before it leaves the process
+  (:mod:`bureau.sealing`); a sealed scope is searched in this process over its opened vectors
+  (:mod:`.scope_search`); every delete destroys the card's key *before* the row goes, so a
+  crash in between leaves noise, never text.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..embedding import Encoder
 from ..errors import BoundaryViolation, BureauError
 from ..mediation.derivation import TOMBSTONE_OWNER
 from ..model import CaseSpace, MemoryCard
-from ..sealing import Sealer
+from ..sealing import CLEAR_META, Sealer
 from ..settings import Settings
 from ..tiers.provenance import read_labels
 from . import reconnect
@@ -104,17 +106,27 @@ class MemoryGateway:
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
-    def open(cls, settings: Settings, encoder: Encoder) -> MemoryGateway:
-        """The gateway over this process's store (opened now, or the one already open)."""
+    def open(cls, settings: Settings, encoder: Encoder,
+             on_step: Callable[[str], None] | None = None) -> MemoryGateway:
+        """The gateway over this process's store (opened now, or the one already open); a
+        store sealed by an earlier version is migrated first (:mod:`.seal_migration`).
+        ``on_step``: :attr:`on_step`, set before the migration (its crash points)."""
         memory, encoder = open_store(settings, encoder)
         gateway = cls(settings, memory, encoder)
+        if on_step is not None:
+            gateway.on_step = on_step
         gateway.check_seal_keys()
         return gateway
 
     def check_seal_keys(self) -> None:
         """Refuse to go on when the store holds sealed cards but the key store is gone
-        (:func:`~bureau.storage.sealed_writes.check_seal_keys`)."""
+        (:func:`~bureau.storage.sealed_writes.check_seal_keys`); migrate a store sealed by an
+        earlier version (its vectors turned by a scope rotation, issue 51)."""
         check_seal_keys(self.memory, self.sealer)
+        if self.sealer.keys.needs_migration():
+            from .seal_migration import migrate
+
+            migrate(self)
 
     # -- writes ------------------------------------------------------------------------------
     @contextmanager
@@ -372,15 +384,21 @@ class MemoryGateway:
     def search_scope(
         self, case: CaseSpace, owner: str, vector: np.ndarray, limit: int
     ) -> tuple[list[MemoryCard], float]:
-        """Vector search in one owner's space of one case; returns (cards with scores, ms)."""
+        """Vector search in one owner's space of one case; returns (cards with scores, ms).
+        PowerMem's own search for an unsealed scope; a sealed one is searched in this process
+        (:mod:`.scope_search`)."""
         case_id, uid = _ids(case)
+        if self.sql_engine is not None and self.sealer.sealed_scope(uid, owner):
+            # the store holds no usable vector of a sealed card: searched in this process
+            found, ms = self.scope_search.search(case, [owner], vector, int(limit))
+            return found[owner], ms
         start = time.perf_counter()
-        turned = self.sealer.query(uid, owner, vector)
 
         def search() -> Any:
             with LOCK:
                 return self.memory.storage.search_memories(
-                    query_embedding=turned.tolist(), user_id=uid, agent_id=owner, limit=limit)
+                    query_embedding=np.asarray(vector).tolist(), user_id=uid, agent_id=owner,
+                    limit=limit)
 
         rows = self._retry(search, "searching")
         rows = self._opened(uid, [_check_row(row, uid, owner, "search") for row in rows],
@@ -401,7 +419,8 @@ class MemoryGateway:
         this process picks the candidates and one statement reads them, seekdb's distances and
         the scopes' versions: the same cards, scores and order as :meth:`search_scopes_exact`
         (tests/test_scope_index.py). Off, PowerMem's own per-scope queries in one statement.
-        Sealed scopes: each scope's query is turned by its rotation (:mod:`.scope_search`).
+        Sealed scopes are searched in this process over their opened vectors, whatever the
+        cache setting (:mod:`.scope_search`).
         """
         _ids(case)
         wanted = list(dict.fromkeys(owners))
@@ -462,25 +481,31 @@ class MemoryGateway:
         where: dict[str, Any] | None = None,
         page: int = 500,
     ) -> list[MemoryCard]:
-        """All cards of a case (optionally of one owner, optionally matching metadata), oldest first."""
+        """All cards of a case (optionally of one owner, optionally matching metadata), oldest
+        first. ``where``: label equalities; the store filters on the labels a sealed row keeps
+        in clear (:data:`~bureau.sealing.CLEAR_META`), every other label is compared once the
+        rows are opened (a sealed row holds it sealed, issue 51)."""
         return list(self._retry(lambda: self._list(case, owner, where, page), "listing cards"))
 
     def _list(self, case: CaseSpace, owner: str | None, where: dict[str, Any] | None,
               page: int) -> list[MemoryCard]:
         case_id, uid = _ids(case)
+        store_where = {k: v for k, v in (where or {}).items() if k in CLEAR_META}
+        opened_where = {k: v for k, v in (where or {}).items() if k not in CLEAR_META}
         out: list[MemoryCard] = []
         offset = 0
         with LOCK:
             while True:
-                if not where and self.sql_engine is not None:  # the rows without their vectors
+                if not store_where and self.sql_engine is not None:  # rows without vectors
                     rows = self.scope_search.page(uid, owner, page, offset)
                 else:
                     rows = self.memory.get_all(
-                        user_id=uid, agent_id=owner, filters=where or None, limit=page,
+                        user_id=uid, agent_id=owner, filters=store_where or None, limit=page,
                         offset=offset, sort_by="id", order="asc",
                     )["results"]
                 checked = [_check_row(row, uid, owner, "list") for row in rows]
-                out += [self._card(row, case_id) for row in self._opened(uid, checked)]
+                out += [self._card(row, case_id) for row in self._opened(uid, checked)
+                        if _matches(row.get("metadata"), opened_where)]
                 if len(rows) < page:
                     return out
                 offset += page
@@ -582,6 +607,14 @@ class MemoryGateway:
             copied_from=meta.get("copied_from"),
             score=score,
         )
+
+
+def _matches(meta: Any, where: dict[str, Any]) -> bool:
+    """An opened row's labels hold every ``where`` equality."""
+    if not where:
+        return True
+    labels = meta if isinstance(meta, dict) else {}
+    return all(labels.get(k) == v for k, v in where.items())
 
 
 _JITTER = threading.local()

@@ -17,6 +17,13 @@ version is not the store's is dropped and rebuilt (a write of this process updat
 in place and counts it one version on; had another writer come between, the store's version is
 further on, and the next search sees it).
 
+Sealed scopes (issue 51): the store holds no usable vector of a sealed card (its vector is
+sealed under the card's own key; the vector column is noise), so the matrix is built by opening
+each card's vector, and the search itself runs here: :meth:`ScopeMatrix.top` gives the exact
+top-k by (distance, id), the distances computed in float64 from the float32 vectors (within
+~1e-7 of seekdb's own ``cosine_distance`` of the same vectors, measured), and seekdb reads back
+only the rows named. A forgotten card has no key and so never enters a matrix.
+
 Timing (issue 9): a scope's matrix is built on its first search and then only changed by writes
 to that scope; nothing is ever evicted to make room for another scope, so a role's search time
 depends on its own scopes' sizes only. Memory: the matrices hold the vectors, one id and one
@@ -53,11 +60,16 @@ searched by seekdb's exact scan instead, for that one search."""
 
 @dataclass(eq=False)
 class ScopeMatrix:
-    """One scope's vectors: rows ``[:n]`` of ``vecs``, ids in ``ids``, 1/|v| in ``inv``."""
+    """One scope's vectors: rows ``[:n]`` of ``vecs``, ids in ``ids``, 1/|v| in ``inv``;
+    ``sealed``: it holds sealed cards' vectors, so the scope is searched here (:meth:`top`)."""
 
     dims: int
     version: int
     growth: float
+    sealed: bool = False
+    clear: set[int] = field(default_factory=set)
+    """In a sealed matrix, the ids of cards written unsealed (no key to check before they are
+    named: :meth:`bureau.storage.scope_search.ScopeSearch._sealed_top`)."""
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vecs: np.ndarray | None = None
     inv: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
@@ -111,23 +123,51 @@ class ScopeMatrix:
                     self.ids[:cap].copy(), self.vecs[:cap].copy(), self.inv[:cap].copy())
         return dropped
 
+    def _within(self, query: np.ndarray, k: int) -> np.ndarray | None:
+        """Rows (indices) of every card that may be in the exact top-k: all within
+        :data:`BAND` of the k-th float32 matrix distance. None for a zero query."""
+        q = np.asarray(query, np.float32)
+        qn = float(np.linalg.norm(q.astype(np.float64)))
+        if qn == 0:
+            return None
+        if self.n <= k:
+            return np.arange(self.n)
+        dist = 1.0 - (self.vecs[: self.n] @ q) * self.inv[: self.n] * np.float32(1.0 / qn)
+        kth = float(np.partition(dist, k - 1)[k - 1])
+        return np.flatnonzero(dist <= kth + BAND)
+
     def candidates(self, query: np.ndarray, k: int) -> list[int] | None:
         """Ids of every card that may be in the exact top-k (all within :data:`BAND` of the
         k-th matrix distance); None when more than :data:`MAX_CANDIDATES` are."""
         if self.n == 0 or k <= 0:
             return []
-        q = np.asarray(query, np.float32)
-        qn = float(np.linalg.norm(q.astype(np.float64)))
-        if qn == 0:
+        within = self._within(query, k)
+        if within is None:
             return None  # seekdb decides what a zero query means
-        dist = 1.0 - (self.vecs[: self.n] @ q) * self.inv[: self.n] * np.float32(1.0 / qn)
-        if self.n <= k:
-            return self.ids[: self.n].tolist()
-        kth = float(np.partition(dist, k - 1)[k - 1])
-        within = np.flatnonzero(dist <= kth + BAND)
         if len(within) > MAX_CANDIDATES:
             return None
         return self.ids[within].tolist()
+
+    def top(self, query: np.ndarray, k: int) -> tuple[list[int], list[float]]:
+        """The exact top-k of the scope: ids and cosine distances, ordered by (distance, id),
+        as seekdb's exact scan orders them. The float32 pass narrows the rows
+        (:meth:`_within`); their distances are then computed again in float64. A zero query
+        (no direction) puts every card at distance 1, in id order."""
+        if self.n == 0 or k <= 0:
+            return [], []
+        within = self._within(query, k)
+        q = np.asarray(query, np.float32).astype(np.float64)
+        if within is None:
+            rows = np.arange(self.n)
+            dist = np.ones(self.n)
+        else:
+            rows = within
+            v = self.vecs[rows].astype(np.float64)
+            norms = np.linalg.norm(v, axis=1) * np.linalg.norm(q)
+            dist = 1.0 - (v @ q) / np.where(norms > 0, norms, np.inf)
+        ids = self.ids[rows]
+        order = np.lexsort((ids, dist))[:k]
+        return ids[order].tolist(), dist[order].tolist()
 
 
 class ScopeIndex:

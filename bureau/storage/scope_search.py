@@ -13,11 +13,16 @@ top-k. Three ways, one answer:
 * **approximate** (cache off): PowerMem's own per-scope query (``APPROXIMATE LIMIT``), one
   sub-query per scope in one statement.
 
-Sealed memory (issue 31): a sealed scope's stored vectors are turned by the scope's secret
-rotation, so its matrix holds the *turned* vectors, exactly as the store does, and the query is
-turned by that scope's rotation before it meets the matrix or the store: every cosine, hence
-every candidate and every top-k, is what it is unsealed. Rows come back sealed and are opened by
-the gateway's sealer; a forgotten card (its key destroyed) is left out, on every path alike.
+Sealed scopes (issue 51): the store holds no usable vector of a sealed card (each is sealed under
+its card's key in the row's metadata; the vector column is noise), so a sealed scope is searched
+here whatever the mode: its matrix is built by opening its cards' vectors, its exact top-k is
+computed in this process (:meth:`.ScopeMatrix.top`: the same cards, order and cosines, to
+~1e-7, as seekdb's exact scan of the same vectors), and the statement reads back only those rows
+by id, beside the versions. The query vector never reaches the store. The trade: no server-side
+vector index serves a sealed scope, and its first search in a process pays for opening every
+vector of the scope (``python -m bureau bench`` reports it). Unsealed scopes keep the three
+ways above. Rows come back sealed and are opened by the gateway's sealer; a forgotten card (its
+key destroyed) is never in a matrix, and a row whose key went meanwhile is left out.
 
 Staying in step, also with other processes: every gateway write to a scope -- clear or sealed,
 add, delete or purge -- bumps the scope's row in the store's versions table
@@ -40,6 +45,7 @@ import numpy as np
 
 from ..errors import BoundaryViolation
 from ..model import CaseSpace, MemoryCard
+from ..sealing import VECTOR_KEY
 from .rows import check_row, ids_of, sql_name, vector_literal
 from .schema import scope_index, versions_table
 from .scope_index import ScopeIndex, ScopeMatrix, parse_vectors
@@ -66,6 +72,13 @@ class ScopeSearch:
     def _vs(self) -> Any:
         return self.gw.memory.storage.vector_store
 
+    def _selected(self) -> list[str]:
+        """The card columns as a search, a page or a row reads them: the metadata without a
+        sealed row's vector token (2 kB a row that only a matrix build needs, :meth:`_fill`)."""
+        meta = self._vs.metadata_field
+        return [f"JSON_REMOVE(`{c}`, '$.{VECTOR_KEY}') AS `{c}`" if c == meta else f"`{c}`"
+                for c in self._columns()]
+
     def _columns(self) -> list[str]:
         """The card columns a search reads (its distance is selected after them as ``_dist``)."""
         vs = self._vs
@@ -86,28 +99,25 @@ class ScopeSearch:
         id), the first ``k``; a full scan inside seekdb, so its time grows with the scope."""
         return self._plain(case, wanted, vector, k, "exact")
 
-    def _turned(self, uid: str, wanted: list[str], vector: np.ndarray) -> dict[str, np.ndarray]:
-        """The query as each scope's stored vectors are turned (as is where nothing is sealed)."""
-        return {o: np.asarray(self.gw.sealer.query(uid, o, vector), np.float64).astype(np.float32)
-                for o in wanted}
-
     def _plain(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int, mode: str
                ) -> tuple[dict[str, list[MemoryCard]], float]:
         """One statement, one sub-query per scope (PowerMem's ``approximate`` one, or
         ``exact``). Each sub-query orders by the distance it selects (``ORDER BY _dist``), so
-        seekdb parses the ~4.7 kB vector literal once per scope instead of twice."""
+        seekdb parses the ~4.7 kB vector literal once per scope instead of twice. A sealed
+        scope is searched in this process over a matrix opened for this search alone (the
+        reference the cache is held to, and the way with the cache off)."""
         case_id, uid = ids_of(case)
-        turned = self._turned(uid, wanted, vector)
-        parts = [self._part(uid, o, vector_literal(turned[o]), k, mode) for o in wanted]
+        query = np.asarray(vector, np.float64).astype(np.float32)
+        lit = vector_literal(query)
         start = time.perf_counter()
 
-        def run() -> list[Any]:
+        def run() -> tuple[list[Any], dict[str, dict[int, float]]]:
             with LOCK:
-                return self._union(parts)
+                return self._exact_rows(uid, wanted, query, lit, k, mode)
 
-        rows = self.gw._retry(run, "searching")
+        rows, given = self.gw._retry(run, "searching")
         ms = (time.perf_counter() - start) * 1000
-        checked = self._split(rows, uid, wanted)
+        checked = self._placed(self._split(rows, uid, wanted), given)
         return self._cards(checked, uid, case_id, wanted, k, by_id=mode != "approximate"), ms
 
     def _cached(self, case: CaseSpace, wanted: list[str], vector: np.ndarray, k: int
@@ -115,44 +125,99 @@ class ScopeSearch:
         """The cache's search, in one statement (after a scope's first search builds it).
 
         A scope whose version is not its matrix's (another process wrote to it), or whose
-        candidate rows are not all there, is rebuilt and the search asked again; a scope with
-        more near-ties than :data:`~.scope_index.MAX_CANDIDATES` is scanned by seekdb for that
-        search. Timing (issue 9): a matrix is never evicted for another scope's, so a role's
-        search time depends on its own scopes only."""
+        candidate rows are not all there, is rebuilt and the search asked again; an unsealed
+        scope with more near-ties than :data:`~.scope_index.MAX_CANDIDATES` is scanned by
+        seekdb for that search. A sealed scope's top-k is the matrix's own (:meth:`.ScopeMatrix.top`),
+        its rows read back by id. Timing (issue 9): a matrix is never evicted for another
+        scope's, so a role's search time depends on its own scopes only."""
         case_id, uid = ids_of(case)
-        turned = self._turned(uid, wanted, vector)
-        lits = {o: vector_literal(turned[o]) for o in wanted}
+        query = np.asarray(vector, np.float64).astype(np.float32)
+        lit = vector_literal(query)
         start = time.perf_counter()
 
-        def run() -> list[Any]:
+        def run() -> tuple[list[Any], dict[str, dict[int, float]]]:
             with LOCK:
                 for _attempt in range(3):
                     mats = {o: self.index.get(uid, o) or self._build(uid, o) for o in wanted}
-                    plan = {o: mats[o].candidates(turned[o], k) for o in wanted}
-                    parts = [self._part(uid, o, lits[o], k, "exact" if plan[o] is None else "ids",
-                                        plan[o]) for o in wanted if plan[o] != []]
+                    given = {o: self._sealed_top(uid, o, mats[o], query, k)
+                             for o in wanted if mats[o].sealed}
+                    plan = {o: list(given[o]) if o in given else mats[o].candidates(query, k)
+                            for o in wanted}
+                    parts = [self._part(uid, o, lit, k, "rows" if o in given else
+                                        "exact" if plan[o] is None else "ids", plan[o])
+                             for o in wanted if plan[o] != []]
                     rows = self._union([*parts, self._versions_part(uid, wanted)])
                     versions, counts = self._tally(rows)
                     stale = [o for o in wanted if versions.get(o, 0) != mats[o].version
                              or (plan[o] is not None and counts.get(o, 0) != min(k, len(plan[o])))]
                     if not stale:
-                        return rows
+                        return rows, given
                     for o in stale:
                         self.index.forget(uid, o)
-                # three rebuilds overtaken by writers: this search scans in seekdb
-                return self._union([self._part(uid, o, lits[o], k, "exact") for o in wanted])
+                # three rebuilds overtaken by writers: this search runs as the exact one does
+                return self._exact_rows(uid, wanted, query, lit, k)
 
-        rows = self.gw._retry(run, "searching")
+        rows, given = self.gw._retry(run, "searching")
         ms = (time.perf_counter() - start) * 1000
-        checked = self._split(rows, uid, wanted)
+        checked = self._placed(self._split(rows, uid, wanted), given)
         return self._cards(checked, uid, case_id, wanted, k, by_id=True), ms
+
+    def _exact_rows(self, uid: str, wanted: list[str], query: np.ndarray, lit: str, k: int,
+                    mode: str = "exact") -> tuple[list[Any], dict[str, dict[int, float]]]:
+        """Every scope searched without the cache (seekdb's ``mode`` search; a sealed scope
+        over a matrix opened for this search alone). The caller holds the lock."""
+        given: dict[str, dict[int, float]] = {}
+        parts = []
+        for o in wanted:
+            if self.gw.sealer.sealed_scope(uid, o):
+                once = self._build(uid, o, into=ScopeIndex(self.index.dims, 1.05))
+                given[o] = self._sealed_top(uid, o, once, query, k)
+                if given[o]:
+                    parts.append(self._part(uid, o, lit, k, "rows", list(given[o])))
+            else:
+                parts.append(self._part(uid, o, lit, k, mode))
+        return self._union(parts), given
+
+    def _sealed_top(self, uid: str, owner: str, matrix: ScopeMatrix, query: np.ndarray,
+                    k: int) -> dict[int, float]:
+        """A sealed scope's exact top-k, ``{id: distance}`` in order. A card whose key went
+        since the matrix was built (a forget whose row is not deleted yet: a crash between
+        the two, or another process half way) leaves the matrix here, and the next one
+        moves up, as it does in a matrix opened afresh."""
+        while True:
+            ids, dists = matrix.top(query, k)
+            live = self.gw.sealer.keys.data_keys(
+                uid, owner, [str(i) for i in ids if i not in matrix.clear])
+            gone = [i for i in ids if str(i) not in live and i not in matrix.clear]
+            if not gone:
+                return dict(zip(ids, dists, strict=True))
+            matrix.drop(gone)
+
+    @staticmethod
+    def _placed(checked: list[dict[str, Any]], given: dict[str, dict[int, float]]
+                ) -> list[dict[str, Any]]:
+        """A sealed scope's rows given the distances its matrix computed (the store's vector
+        column is noise there); a row the matrix did not name is not this search's."""
+        if not given:
+            return checked
+        out = []
+        for row in checked:
+            dists = given.get(row["agent_id"])
+            if dists is None:
+                out.append(row)
+                continue
+            dist = dists.get(int(row["id"]))
+            if dist is None:
+                continue
+            out.append({**row, "_dist": dist, "score": max(0.0, 1.0 - dist / 2.0)})
+        return out
 
     def row(self, uid: str, owner: str, card_id: int) -> dict[str, Any] | None:
         """One card's row by primary key -- text, labels, owner, time, no vector -- checked
         against the scope asked for; ``None`` when it is not in that scope. The caller holds
         the lock. PowerMem's own ``get`` also reads the 384-number vector and parses it
         (~3.4 ms a card in the leak lab, whose every publish reads its source card)."""
-        text_, meta, pk, user, agent, created = (f"`{c}`" for c in self._columns())
+        text_, meta, pk, user, agent, created = self._selected()
         part = (f"(SELECT {text_}, {meta}, {pk}, {user}, {agent}, {created}, 0 AS `_dist` FROM "
                 f"`{self._vs.collection_name}` WHERE {pk} = {int(card_id)} AND "
                 f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)})")
@@ -164,7 +229,7 @@ class ScopeSearch:
         what PowerMem's ``get_all`` sorted by id gives, but its reading and parsing of every
         row's 384 numbers (~12 ms a listing in the leak lab, two per case). The caller holds
         the lock."""
-        text_, meta, pk, user, agent, created = (f"`{c}`" for c in self._columns())
+        text_, meta, pk, user, agent, created = self._selected()
         table = self._vs.collection_name
         where = f"`user_id` = {sql_name(uid)}"
         if owner is not None:
@@ -182,18 +247,22 @@ class ScopeSearch:
     def _part(self, uid: str, owner: str, lit: str, k: int, mode: str,
               ids: list[int] | None = None) -> str:
         """One scope's sub-query: ``approximate`` (PowerMem's own, seekdb's ``APPROXIMATE
-        LIMIT``), ``exact`` (every row, ordered by distance then id) or ``ids`` (only these
-        rows, by primary key, ordered the same way as ``exact``)."""
+        LIMIT``), ``exact`` (every row, ordered by distance then id), ``ids`` (only these
+        rows, by primary key, ordered the same way as ``exact``) or ``rows`` (a sealed scope:
+        these rows by primary key, no distance: the matrix computed them; ``_dist`` 0 marks a
+        card row)."""
         vs = self._vs
         table = vs.collection_name
-        inner = ", ".join(f"`{c}`" for c in self._columns())
+        inner = ", ".join(self._selected())
         # The (case, role) index, named: unhinted, seekdb scans the whole case's rows, and a
         # role's search time (in its X-ray) grew with the cards other roles hold.
-        hint = (f"/*+ INDEX(`{table}` PRIMARY) */" if mode == "ids"
+        hint = (f"/*+ INDEX(`{table}` PRIMARY) */" if mode in ("ids", "rows")
                 else f"/*+ INDEX(`{table}` `{scope_index(table)}`) */")
         where = f"`user_id` = {sql_name(uid)} AND `agent_id` = {sql_name(owner)}"
-        if mode == "ids":
+        if mode in ("ids", "rows"):
             where += f" AND `{vs.primary_field}` IN ({', '.join(str(int(i)) for i in ids or [])})"
+        if mode == "rows":
+            return f"(SELECT {hint} {inner}, 0 AS _dist FROM `{table}` WHERE {where})"
         order = ("ORDER BY `_dist` APPROXIMATE LIMIT" if mode == "approximate"
                  else f"ORDER BY `_dist`, `{vs.primary_field}` LIMIT")
         return (f"(SELECT {hint} {inner}, cosine_distance(`{vs.vector_field}`, '{lit}') AS _dist"
@@ -307,9 +376,10 @@ class ScopeSearch:
 
     def wrote(self, uid: str, owner: str, added: Sequence[int | str] = (),
               vectors: np.ndarray | None = None, removed: Sequence[int | str] = (),
-              forget: bool = False) -> None:
-        """After a write to one scope (``vectors``: the added cards' vectors *as stored*, i.e.
-        turned when sealed; read back when not given): bump its version, and bring this
+              forget: bool = False, sealed: bool = False) -> None:
+        """After a write to one scope (``vectors``: the added cards' vectors, read back when
+        not given; ``sealed``: sealed cards, whose vectors the store does not hold in its
+        vector column, so the scope is searched here from now on): bump its version, and bring this
         process's matrix along to the next version. Whether another writer came between is
         not read back here (a second statement per write): the next search reads the scope's
         version beside its candidates, and a matrix whose version is not the store's -- the
@@ -335,6 +405,11 @@ class ScopeSearch:
                 matrix.drop([int(i) for i in removed])
             if added:
                 ids = [int(i) for i in added]
+                if sealed and not matrix.sealed:  # a scope of clear cards gets sealed ones
+                    matrix.clear.update(matrix.ids[: matrix.n].tolist())
+                    matrix.sealed = True
+                elif not sealed and matrix.sealed:
+                    matrix.clear.update(ids)
                 matrix.append(ids, vectors if vectors is not None
                               else self._read_vectors(uid, owner, ids))
             matrix.version += 1
@@ -382,29 +457,44 @@ class ScopeSearch:
                 f"WHERE {scope}")
             count = conn.rows(f"SELECT {hint} COUNT(*) FROM `{table}` WHERE {scope}")
             matrix = (into or self.index).new(uid, owner, int(found[0][0]), int(count[0][0]))
+            matrix.sealed = self.gw.sealer.sealed_scope(uid, owner)
             try:
-                return self._fill(conn, matrix, scope, hint, page)
+                return self._fill(conn, matrix, uid, owner, scope, hint, page)
             except BaseException:  # a half-read matrix is never left to be trusted
                 (into or self.index).forget(uid, owner)
                 raise
 
-    def _fill(self, conn: Any, matrix: ScopeMatrix, scope: str, hint: str, page: int
-              ) -> ScopeMatrix:
-        """Read a scope's rows into its matrix by id, a page at a time."""
+    def _fill(self, conn: Any, matrix: ScopeMatrix, uid: str, owner: str, scope: str,
+              hint: str, page: int) -> ScopeMatrix:
+        """Read a scope's rows into its matrix by id, a page at a time. A sealed scope reads
+        each row's vector token (opened here; a forgotten card's does not open and stays out)
+        and, for a row without one (written unsealed), its stored vector."""
         vs = self._vs
         table = vs.collection_name
+        token = f"`{vs.metadata_field}`->>'$.{VECTOR_KEY}'"
+        vec = (f"IF({token} IS NULL, `{vs.vector_field}`, NULL)" if matrix.sealed
+               else f"`{vs.vector_field}`")
+        tok = token if matrix.sealed else "NULL"
         after = None
         while True:
             more = "" if after is None else f" AND `{vs.primary_field}` > {after}"
             rows = conn.rows(
-                f"SELECT u.`pk`, u.`vec` FROM ((SELECT {hint} `{vs.primary_field}` AS `pk`, "
-                f"`{vs.vector_field}` AS `vec` FROM `{table}` WHERE {scope}{more} "
+                f"SELECT u.`pk`, u.`vec`, u.`tok` FROM ((SELECT {hint} `{vs.primary_field}` "
+                f"AS `pk`, {vec} AS `vec`, {tok} AS `tok` FROM `{table}` WHERE {scope}{more} "
                 f"ORDER BY `{vs.primary_field}` LIMIT {page}) UNION ALL "
-                "(SELECT NULL, NULL)) AS u")
+                "(SELECT NULL, NULL, NULL)) AS u")
             rows = [r for r in rows if r[0] is not None]
+            clear = [r for r in rows if r[2] is None and r[1] is not None]
+            if clear:
+                matrix.append([int(r[0]) for r in clear],
+                              parse_vectors([str(r[1]) for r in clear], self.index.dims))
+                if matrix.sealed:
+                    matrix.clear.update(int(r[0]) for r in clear)
+            sealed = [(str(r[0]), str(r[2])) for r in rows if r[2] is not None]
+            if sealed:
+                kept, vectors = self.gw.sealer.open_vectors(uid, owner, sealed, self.index.dims)
+                matrix.append([int(i) for i in kept], vectors)
             if rows:
-                matrix.append([int(r[0]) for r in rows],
-                              parse_vectors([str(r[1]) for r in rows], self.index.dims))
                 after = max(int(r[0]) for r in rows)
             if len(rows) < page:
                 return matrix

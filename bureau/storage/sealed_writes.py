@@ -1,7 +1,9 @@
 """Writing cards sealed, and refusing a store whose key store is gone (issue 31).
 
 Kept beside the gateway, which calls them: ids are drawn before the insert so each ciphertext is
-bound to its card id, keys are made durable before any row is written, and the rows are
+bound to its card id, keys are made durable before any row is written, each card's vector is
+sealed under its own key (in the row's metadata; the store's vector column holds noise, issue 51),
+and the rows are
 inserted exactly as PowerMem's ``insert`` writes them (same record builder, same ``REPLACE``),
 so a retried insert cannot add a card. Every batch, once in the store, bumps its scope's
 version (:mod:`.scope_search`), so no process's copy of the scope's vectors misses it.
@@ -16,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from ..model import CaseSpace, MemoryCard
-from ..sealing import Sealer
+from ..sealing import VECTOR_KEY, Sealer, noise
 from .rows import META_KEYS, ids_of
 from .setup import LOCK, new_card_ids, sql_engine, store_now
 from .statements import replace_rows
@@ -28,10 +30,12 @@ _SEALING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bureau-seal")
 def write_sealed(gateway: Any, case: CaseSpace, owner: str,
                  items: Sequence[tuple[str, dict[str, Any]]], batch: int = 256) -> list[MemoryCard]:
     """``gateway``: the :class:`~bureau.storage.gateway.MemoryGateway` writing (its store,
-    encoder, sealer, disk guard and retry). Write cards sealed: ids drawn first (the ciphertext is bound to its card id), keys
-    made durable, then text, full-text copy and labels that carry text sealed, the vector
-    turned by the scope's rotation, and the rows inserted exactly as PowerMem's
-    ``insert`` writes them (same record builder, same ``REPLACE``)."""
+    encoder, sealer, disk guard and retry). Write cards sealed: ids drawn first (the ciphertext
+    is bound to its card id), keys made durable, then text, full-text copy, the labels that
+    name or link content (:data:`~bureau.sealing.CLEAR_META`) and the vector sealed under each
+    card's key, the vector column given noise, and the rows inserted exactly as PowerMem's
+    ``insert`` writes them (same record builder, same ``REPLACE``). This process's scope matrix
+    is handed the vectors themselves."""
 
     case_id, uid = ids_of(case)
     storage = gateway.memory.storage
@@ -42,7 +46,7 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
                           distance="cosine")
             storage._collection_created = True
 
-    def sealed_chunk(start: int) -> tuple[str, list[str], list[dict[str, Any]], bytes,
+    def sealed_chunk(start: int) -> tuple[str, list[str], list[dict[str, Any]], dict[str, bytes],
                                           list[tuple[str, dict[str, Any]]]]:
         """One chunk's ids, labels, durable keys and sealed texts (needs no vector)."""
         chunk = items[start : start + batch]
@@ -55,11 +59,10 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
             metadata.setdefault("created", datetime.now().isoformat(timespec="milliseconds"))
             metas.append(metadata)
         with gateway._writing():  # the key store is on the same disk: refuse before it
-            scope_key, sealed = gateway.sealer.seal(
+            keys, sealed = gateway.sealer.seal(
                 uid, owner, [(i, text, m) for i, (text, _), m in zip(ids, chunk, metas,
-                                                                       strict=True)],
-                dims=gateway.encoder.dims)
-        return now, ids, metas, scope_key, sealed
+                                                                       strict=True)])
+        return now, ids, metas, keys, sealed
 
     # The first chunk's keys are made durable (an fsync: the thread waits on the disk) while
     # the texts are embedded (the CPU works): a publish no longer pays the two one after the
@@ -72,15 +75,18 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
     cards: list[MemoryCard] = []
     for start in range(0, len(items), batch):
         chunk = items[start : start + batch]
-        now, ids, metas, scope_key, sealed = first_chunk if start == 0 else sealed_chunk(start)
-        turned = gateway.sealer.rotate(scope_key, vectors[start : start + len(chunk)])
+        now, ids, metas, keys, sealed = first_chunk if start == 0 else sealed_chunk(start)
+        mine = vectors[start : start + len(chunk)]
+        tokens = gateway.sealer.seal_vectors(uid, owner, keys, ids, mine)
         records = []
-        for i, (body, smeta), vec in zip(ids, sealed, turned, strict=True):
-            record = vs._build_record_for_insert(vec.tolist(), {
+        for i, (body, smeta), token, filler in zip(ids, sealed, tokens,
+                                                   noise(len(ids), gateway.encoder.dims),
+                                                   strict=True):
+            record = vs._build_record_for_insert(filler.tolist(), {
                 "data": body, "user_id": uid, "agent_id": owner, "run_id": "",
                 "actor_id": "", "hash": hashlib.md5(body.encode("ascii")).hexdigest(),
                 "created_at": now, "updated_at": now, "category": "",
-                "fulltext_content": body, "metadata": smeta,
+                "fulltext_content": body, "metadata": {**smeta, VECTOR_KEY: token},
             })
             record[vs.primary_field] = int(i)
             records.append(record)
@@ -91,8 +97,8 @@ def write_sealed(gateway: Any, case: CaseSpace, owner: str,
                 replace_rows(gateway.memory, records)
 
         gateway._retry(insert, "writing cards")
-        # the scope's version bumped, this process's matrix given the vectors as stored (turned)
-        gateway.scope_search.wrote(uid, owner, added=ids, vectors=turned)
+        # the scope's version bumped, this process's matrix given the vectors (sealed in store)
+        gateway.scope_search.wrote(uid, owner, added=ids, vectors=mine, sealed=True)
         cards += [
             gateway._card({"id": i, "memory": text, "user_id": uid, "agent_id": owner,
                         "metadata": m}, case_id)

@@ -16,6 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--queries", type=int, default=40, help="timed questions per size")
     p.add_argument("--out", type=Path, default=Path("bench-results"),
                    help="folder for bench.json and bench.csv")
+    p.add_argument("--first-search", type=int, default=None, metavar="N",
+                   help="also time the first search of one scope of N cards, sealed and not, "
+                        "in a fresh process (issue 51's figure: 100000)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="store to fill (default: a temporary one, removed afterwards)")
     return p
@@ -29,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         data_dir = Path(tempfile.mkdtemp(prefix="bureau-bench-"))
         atexit.register(shutil.rmtree, data_dir, True)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    rows = run_bench(sizes, args.queries, args.out, data_dir)
+    rows = run_bench(sizes, args.queries, args.out, data_dir, first=args.first_search)
     print(format_table(rows))
     print(json.dumps(rows, indent=2))
     print(f"(also written to {args.out}/bench.json and bench.csv)")

@@ -1,7 +1,7 @@
 """``python -m bureau forgetting``: what is left on disk after the bureau forgets, sealed vs
 unsealed, read as the observer who copies the data directory would.
 
-    python -m bureau forgetting --out DIR [--per-op 10] [--no-classroom]
+    python -m bureau forgetting --out DIR [--per-op 20] [--no-classroom]
     python -m bureau forgetting --out DIR --docs docs/sealing.md   # and rewrite the docs' table
     python -m bureau forgetting --from DIR/forgetting.json --docs docs/sealing.md  # no new run
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("forgetting-results"),
                    help="folder for forgetting.json, .csv, .md and .png")
-    p.add_argument("--per-op", type=int, default=10, help="canaries per operation")
+    p.add_argument("--per-op", type=int, default=20,
+                   help="canaries per operation (at least 11: the k = 10 attack knows 10 others)")
     p.add_argument("--keep", action="store_true", help="keep the data directories")
     p.add_argument("--no-classroom", action="store_true",
                    help="skip the classroom rows (they start a classroom server)")
