@@ -23,6 +23,7 @@ SOURCES = {
     "scenarios": ("*.yaml", "README.md", "policies/*.yaml"),
     "data/magpie_mini": ("**/*",),
     "data/agentsocialbench_mini": ("**/*",),
+    "data/gatemem_slice": ("**/*",),
     "data/poisoning": ("*.yaml", "README.md"),
     "data/injection": ("*.yaml",),
     "data/leak_judgements": ("*.csv", "README.md"),
