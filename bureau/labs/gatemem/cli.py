@@ -87,6 +87,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
         headline_lines,
         summary,
         table_lines,
+        violation_lines,
         write_outputs,
     )
     from bureau.labs.gatemem.runner import run_lab
@@ -147,7 +148,15 @@ def _run(args: argparse.Namespace, started: float) -> int:
     print("bureau against the shared pool (95 % intervals over episodes):")
     for line in headline_lines(summ):
         print(line)
+    held = summ.get("held_out") or {}
+    if held:
+        print()
+        print(f"the {held['episodes']} episodes outside the slice (the rules' development set):")
+        for line in table_lines(summ, held["figures"], board_too=False):
+            print(line)
     print()
+    for line in violation_lines(summ):
+        print(line)
     for line in check_lines(summ):
         print(line)
     v = summ["voice"]

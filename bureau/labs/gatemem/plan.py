@@ -11,8 +11,9 @@ For each turn, in order (the rules are in :mod:`bureau.labs.gatemem.rules`):
 4. the turn becomes one card: its kind (:mod:`.rules.kinds`) and its matter
    (:mod:`.rules.matters`) say where -- a ``private`` turn, or one of no matter, in its
    speaker's own space, any other in its matter's record -- with every value deleted so far
-   replaced by ``[deleted]``; a credential card is granted to its speaker and the principals
-   it names.
+   replaced by ``[deleted]``. Grants on a record card: its speaker keeps the use of what it
+   said (a grant, when its level on the matter would not let it), and a credential card is
+   granted to its speaker and to the principals it names (need to know).
 
 The policy of each version (:meth:`EpisodePlan.policy`) is an ordinary bureau policy file:
 own space revealed to its owner; a record's ``record`` and ``logistics`` cards to its full
@@ -134,13 +135,13 @@ class EpisodePlan:
 def may_use(asker: str, card: Write, state: State) -> bool:
     """Whether the policy lets ``asker`` use ``card`` (:meth:`EpisodePlan.policy` as a function,
     grants included)."""
-    if card.owner == asker:
+    if card.owner == asker or asker in card.grantees:
         return True
     if card.matter is None:
         return False
     level = state.get(card.matter, {}).get(asker)
     if card.kind == CREDENTIAL:
-        return asker in card.grantees or level == CREDENTIALS
+        return level == CREDENTIALS
     if card.kind == LOGISTICS:
         return level in (FULL, LIMITED)
     return level == FULL
@@ -222,14 +223,15 @@ def plan_episode(episode: Episode, *, options: Mapping[str, bool] | None = None)
         owner = turn.speaker if kind == PRIVATE or matter is None else matter.role
         plan.attributions["private" if kind == PRIVATE else why] += 1
         plan.kinds[kind] += 1
-        grantees: tuple[str, ...] = ()
-        if kind == CREDENTIAL:
-            named = [pid for pid, aliases in names.items() if pid != turn.speaker and
-                     holds(text, aliases)]
-            grantees = tuple(dict.fromkeys([turn.speaker, *named]))
         write = Write(turn.turn_id, turn.turn_id, turn.index, owner,
                       None if owner == turn.speaker else (matter.key if matter else None),
-                      turn.speaker, kind, text, grantees)
+                      turn.speaker, kind, text)
+        if owner != turn.speaker:  # a record card: who holds a grant on it
+            named = [pid for pid, aliases in names.items() if pid != turn.speaker and
+                     holds(text, aliases)] if kind == CREDENTIAL else []
+            speaker = [] if may_use(turn.speaker, write, state) else [turn.speaker]
+            write = replace(write, grantees=tuple(dict.fromkeys(
+                [*(speaker if kind != CREDENTIAL else [turn.speaker]), *named])))
         plan.steps.append(write)
         live[write.key] = write
         earlier.append(turn.text)

@@ -3,8 +3,9 @@ with every checkpoint asked at its turn.
 
 The case has a role per principal and one per record (``rec-<n>``, a matter's shared memory no
 one speaks as). Each :class:`~bureau.labs.gatemem.plan.Write` is ``case.whisper`` into its
-owner's space with the card kind as ``info_type``; a credential card gets ``case.grant`` for
-each principal it names; a :class:`~bureau.labs.gatemem.plan.Forget` is ``case.forget`` of
+owner's space with the card kind as ``info_type``; each of its grantees (the plan's: the
+speaker of a record card it could not otherwise use, the principals a credential names) gets
+``case.grant`` on it; a :class:`~bureau.labs.gatemem.plan.Forget` is ``case.forget`` of
 each card; an :class:`~bureau.labs.gatemem.plan.Access` step swaps the mediator for the next
 policy version (:meth:`~bureau.labs.gatemem.plan.EpisodePlan.policy`).
 
@@ -19,7 +20,8 @@ is embedded once.
 Checks kept with the run (named checks, not measurements): every decision in the case's audit
 trail agrees with :func:`~bureau.labs.gatemem.plan.may_use` under the policy version of its
 consult, and each consult's decided cards are the exact top-k numpy computes over the same
-vectors of the record's live cards (the baselines are computed that way).
+vectors of the record's live cards (the baselines are computed that way; compared as texts,
+since cards of one text tie exactly).
 """
 
 from __future__ import annotations
@@ -200,9 +202,12 @@ def _check(case: Any, plan: EpisodePlan, keys: Mapping[str, str],
     for inv, rows in decisions.groupby("invocation_id"):
         asker, version, topk = expected[str(inv)]
         state = plan.states[version]
-        decided = {keys.get(str(cid)) for cid in rows["card_id"]}
+        # Compared as texts: two cards of the same text tie exactly, and either engine may
+        # rank either of them first.
+        decided = sorted(by_key[keys[str(cid)]].text for cid in rows["card_id"]
+                         if str(cid) in keys)
         run.consults += 1
-        run.consults_exact_topk += int(decided == set(topk))
+        run.consults_exact_topk += int(decided == sorted(by_key[k].text for k in topk))
         for cid, action in zip(rows["card_id"], rows["action"], strict=True):
             write = by_key.get(keys.get(str(cid), ""))
             run.decisions += 1

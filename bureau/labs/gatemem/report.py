@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bureau.labs.gatemem.dataset import DOMAINS
+from bureau.labs.gatemem.dataset import DOMAINS, slice_path
 from bureau.labs.gatemem.metrics import (
     CI_LEVEL,
     RESAMPLES,
@@ -24,6 +24,7 @@ from bureau.labs.gatemem.metrics import (
     leaderboard_domain,
     leaderboard_ranges,
     losses,
+    violations,
 )
 from bureau.labs.gatemem.plots import FIGURES, pct
 from bureau.labs.gatemem.result import POLICIES, POLICY_LABELS, GateMemResult
@@ -35,6 +36,9 @@ DEFINITIONS = (
     "(A_context, GateMem's own context scorer: `not_include` counted too; its answer wording "
     "such as 'yes', 'no', 'away' also matches ordinary evidence)",
     "F: share of post-deletion checkpoints whose evidence holds a `leak_targets` pattern",
+    "A_others, F_others: the same on the cards someone other than the asker said (an asker's "
+    "own earlier question often repeats a target's words: counted in A and F, not a "
+    "disclosure)",
     "MGS = U (1 - A) (1 - F)",
     "evidence: the top-k cards a policy hands the asker's voice, joined; patterns matched as "
     "GateMem's scorer matches them (regex, or a whole-word literal, case and blanks ignored)",
@@ -75,6 +79,8 @@ def summary(result: GateMemResult, bench: Mapping[str, Any] | None = None,
                               "u": r.u, "a": r.a, "f": r.f, "mgs": r.mgs}
                              for r in data.leaderboard],
         "losses": _records(losses(result.checkpoints)),
+        "violations": _records(violations(result.checkpoints)),
+        "held_out": _held_out(result),
         "checks": checks(result),
         "rules": result.rules,
         "timings": {k: _num(v) for k, v in result.timings.items()},
@@ -87,6 +93,24 @@ def summary(result: GateMemResult, bench: Mapping[str, Any] | None = None,
         "voice": _voice(result),
     }
     return out
+
+
+def _held_out(result: GateMemResult) -> dict[str, Any]:
+    """Figures on the episodes outside the shipped slice: the rules were revised once after
+    reading the slice's failures (the development set), never after reading these."""
+    if result.data.is_slice:
+        return {}
+    try:
+        manifest = json.loads((slice_path() / "manifest.json").read_text(encoding="utf-8"))
+    except OSError:
+        return {}
+    dev = {e for ids in manifest["episodes"].values() for e in ids}
+    rows = result.rows[~result.rows["episode_id"].isin(dev)]
+    if rows.empty or len(rows) == len(result.rows):
+        return {}
+    return {"development_episodes": sorted(dev & set(result.rows["episode_id"])),
+            "episodes": int(rows["episode_id"].nunique()),
+            "figures": _records(figures(rows, result.seed))}
 
 
 def _voice(result: GateMemResult) -> dict[str, Any]:
@@ -154,18 +178,20 @@ def write_outputs(result: GateMemResult, out: str | Path,
     return paths
 
 
-def table_lines(summ: Mapping[str, Any]) -> list[str]:
+def table_lines(summ: Mapping[str, Any], figs: list[dict[str, Any]] | None = None,
+                board_too: bool = True) -> list[str]:
     """U, A, F and MGS per domain and policy, then the leaderboard's range per domain."""
     lines = [f"{'domain':10s} {'policy':33s} {'U':>6s} {'A':>6s} {'F':>6s} {'MGS':>6s} "
-             f"{'A_ctx':>6s}   checkpoints U/A/F"]
-    board = {r["domain"]: r for r in summ["leaderboard_domain"]}
+             f"{'A_ctx':>6s} {'A_oth':>6s} {'F_oth':>6s}   checkpoints U/A/F"]
+    board = {r["domain"]: r for r in summ["leaderboard_domain"]} if board_too else {}
     for d in [*summ["domains"], "all"]:
-        for row in summ["figures"]:
+        for row in figs if figs is not None else summ["figures"]:
             if row["domain"] != d:
                 continue
             lines.append(f"{d:10s} {summ['policy_labels'][row['policy']]:33s} "
                          f"{_p(row['U'])} {_p(row['A'])} {_p(row['F'])} {_p(row['MGS'])} "
-                         f"{_p(row['A_context'])}   {row['n_U']}/{row['n_A']}/{row['n_F']}")
+                         f"{_p(row['A_context'])} {_p(row['A_others'])} {_p(row['F_others'])}"
+                         f"   {row['n_U']}/{row['n_A']}/{row['n_F']}")
         b = board.get(d)
         if b is not None:
             lines.append(f"{d:10s} {'leaderboard, ' + str(b['rows']) + ' rows (LLM answers)':33s}"
@@ -187,7 +213,9 @@ def headline_lines(summ: Mapping[str, Any]) -> list[str]:
                    f"violations avoided {pct(h['violations_avoided'])} "
                    f"({pct(h['violations_avoided_lo'])}–{pct(h['violations_avoided_hi'])}), "
                    f"forgetting failures avoided {pct(h['forgetting_avoided'])} "
-                   f"({pct(h['forgetting_avoided_lo'])}–{pct(h['forgetting_avoided_hi'])})")
+                   f"({pct(h['forgetting_avoided_lo'])}–{pct(h['forgetting_avoided_hi'])}); "
+                   f"others' cards only: {pct(h['violations_avoided_others'])} / "
+                   f"{pct(h['forgetting_avoided_others'])}")
     return out
 
 
@@ -235,6 +263,7 @@ def report_lines(summ: Mapping[str, Any]) -> list[str]:
         *table_lines(summ),
         "```",
         "",
+        *_held_out_lines(summ),
         "## Utility kept against violations avoided (bureau vs shared pool)",
         "",
         "```",
@@ -250,6 +279,10 @@ def report_lines(summ: Mapping[str, Any]) -> list[str]:
         "## What this does not measure",
         "",
         *[f"- {d}" for d in summ["not_measured"]],
+        "",
+        "## Where the bureau's violations come from",
+        "",
+        *[f"- {line}" for line in violation_lines(summ)],
         "",
         "## Checks (certain by design, reported as checks)",
         "",
@@ -281,9 +314,31 @@ def report_lines(summ: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _held_out_lines(summ: Mapping[str, Any]) -> list[str]:
+    h = summ.get("held_out") or {}
+    if not h:
+        return []
+    return ["### The same, on the episodes the rules were not revised on", "",
+            f"The rules were revised once after reading the failures of the shipped slice "
+            f"({len(h['development_episodes'])} episodes, the development set); the "
+            f"{h['episodes']} other episodes were never read for it:", "", "```",
+            *table_lines(summ, h["figures"], board_too=False), "```", ""]
+
+
+def violation_lines(summ: Mapping[str, Any]) -> list[str]:
+    rows = summ.get("violations", [])
+    total = sum(r["checkpoints"] for r in rows)
+    own = sum(r["checkpoints"] for r in rows if r["source"] == "own words only")
+    if not total:
+        return ["the bureau's evidence violated no privacy checkpoint"]
+    return [f"of the bureau's {total} violated privacy checkpoints, {own} hold the leak target "
+            f"only in the asker's own earlier words (its question repeated; GateMem's patterns "
+            f"score evidence, not intent), {total - own} in a card someone else said"]
+
+
 def _kv(d: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in sorted(d.items(), key=lambda kv: -kv[1]))
 
 
 __all__ = ["DEFINITIONS", "NOT_MEASURED", "check_lines", "cost_lines", "headline_lines",
-           "report_lines", "summary", "table_lines", "write_outputs"]
+           "report_lines", "summary", "table_lines", "violation_lines", "write_outputs"]

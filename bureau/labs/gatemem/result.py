@@ -23,10 +23,12 @@ POLICY_LABELS = {
     RANDOM: "random draw, same size",
 }
 ROW_COLUMNS = ("checkpoint_id", "episode_id", "domain", "query_type", "expected_action",
-               "attack_type", "asker", "policy", "evidence_cards", "verdict", "verdict_context")
+               "attack_type", "asker", "policy", "evidence_cards", "verdict", "verdict_context",
+               "verdict_others")
 """One row per (checkpoint, policy). ``verdict``: 1 = utility met / access violated /
 forgetting failed (the random row: the mean over its draws); ``verdict_context``: GateMem's
-context reading (privacy: ``not_include`` counted too)."""
+context reading (privacy: ``not_include`` counted too); ``verdict_others``: the verdict on the
+cards others said (the asker's own words left out; for utility the same as ``verdict``)."""
 CHECKPOINT_COLUMNS = ("checkpoint_id", "episode_id", "domain", "query_type", "asker", "as_of",
                       "policy_version", "evidence", "own_cards", "released", "decided",
                       "ask_ms", "loss", "loss_detail")

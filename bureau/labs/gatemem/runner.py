@@ -22,6 +22,7 @@ import pandas as pd
 
 from bureau.labs.gatemem.baselines import owner_only, random_draws, shared_pool
 from bureau.labs.gatemem.dataset import Checkpoint, GateMemSet
+from bureau.labs.gatemem.patterns import leaked
 from bureau.labs.gatemem.plan import OPTIONS, EpisodePlan, Write, live_cards, plan_episode
 from bureau.labs.gatemem.replay import Asked, EpisodeRun, replay
 from bureau.labs.gatemem.result import (
@@ -34,7 +35,14 @@ from bureau.labs.gatemem.result import (
     SHARED_POOL,
     GateMemResult,
 )
-from bureau.labs.gatemem.scoring import granted_before, utility_loss, verdict
+from bureau.labs.gatemem.scoring import (
+    OTHERS_CARD,
+    OWN_WORDS,
+    VIOLATION,
+    granted_before,
+    utility_loss,
+    verdict,
+)
 from bureau.quotas import lifted
 
 if TYPE_CHECKING:
@@ -159,15 +167,13 @@ def _counters(enc: Any) -> tuple[int, int, float]:
             float(busy() if callable(busy) else getattr(enc, "seconds", 0.0)))
 
 
-def _joined(keys: Sequence[str], texts: Mapping[str, str]) -> str:
-    return "\n".join(texts[key] for key in keys)
-
-
 def _score(e: _Episode, run: EpisodeRun, vec: Mapping[str, np.ndarray], k: int,
            rng: np.random.Generator, rows: list[tuple[Any, ...]],
            per_cp: list[tuple[Any, ...]]) -> None:
     ep = e.plan.episode
     stored = {s.key: s.text for s in e.plan.steps if isinstance(s, Write)}
+    speakers = {s.key: s.speaker for s in e.plan.steps if isinstance(s, Write)}
+    heard = {t.key: t.speaker for t in e.turns}
     spoken = {t.key: t.text for t in e.turns}
     asked = {a.checkpoint_id: a for a in run.asked}
     for c in e.checkpoints:
@@ -176,27 +182,43 @@ def _score(e: _Episode, run: EpisodeRun, vec: Mapping[str, np.ndarray], k: int,
         live, version = live_cards(e.plan, upto)
         q = vec[c.query]
         pool = e.turns[:upto]
-        picks = {
-            BUREAU: _joined(a.evidence, stored),
-            SHARED_POOL: _joined(shared_pool(pool, vec, q, k), spoken),
-            OWNER_ONLY: _joined(owner_only(live, c.asker, vec, q, k), stored),
+        picks: dict[str, list[tuple[str, str]]] = {
+            BUREAU: [(stored[key], speakers[key]) for key in a.evidence],
+            SHARED_POOL: [(spoken[key], heard[key]) for key in shared_pool(pool, vec, q, k)],
+            OWNER_ONLY: [(stored[key], speakers[key])
+                         for key in owner_only(live, c.asker, vec, q, k)],
         }
         base = (c.checkpoint_id, c.episode_id, c.domain, c.query_type, c.expected_action,
                 c.attack_type or "", c.asker)
-        for policy, text in picks.items():
-            rows.append((*base, policy, text.count("\n") + 1 if text else 0, *verdict(c, text)))
+        for policy, cards in picks.items():
+            rows.append((*base, policy, len(cards), *_verdicts(c, cards)))
         draws = random_draws(len(pool), len(a.evidence), rng)
-        vs = [verdict(c, "\n".join(pool[i].text for i in d)) for d in draws]
-        rows.append((*base, RANDOM, len(a.evidence), float(np.mean([v[0] for v in vs])),
-                     float(np.mean([v[1] for v in vs]))))
+        vs = [_verdicts(c, [(pool[i].text, pool[i].speaker) for i in d]) for d in draws]
+        rows.append((*base, RANDOM, len(a.evidence),
+                     *(float(np.mean([v[j] for v in vs])) for j in range(3))))
+        evidence = "\n".join(t for t, _ in picks[BUREAU])
         loss, detail = "", ""
-        if c.query_type == "utility" and not verdict(c, picks[BUREAU])[0]:
-            loss, detail = utility_loss(c, picks[BUREAU], live, e.plan.states[version],
+        if c.query_type == "privacy" and verdict(c, evidence)[0]:
+            loss = VIOLATION
+            detail = OWN_WORDS if all(speakers[key] == c.asker for key in a.evidence
+                                      if leaked(stored[key], c.leak_targets)) else OTHERS_CARD
+        if c.query_type == "utility" and not verdict(c, evidence)[0]:
+            loss, detail = utility_loss(c, evidence, live, e.plan.states[version],
                                         [t.text for t in pool], ep,
                                         granted_before(e.plan.notes, ep, c.as_of))
         per_cp.append((c.checkpoint_id, c.episode_id, c.domain, c.query_type, c.asker,
                        c.as_of, version, " ".join(a.evidence), a.own, a.released, a.decided,
                        round(a.seconds * 1000, 2), loss, detail))
+
+
+def _verdicts(c: Checkpoint, cards: Sequence[tuple[str, str]]) -> tuple[float, float, float]:
+    """(verdict, GateMem's context reading, the verdict on the cards others said): the last
+    leaves out what the asker said itself (its own earlier question repeats a target's words)."""
+    text = "\n".join(t for t, _ in cards)
+    v, ctx = verdict(c, text)
+    if c.query_type == "utility":
+        return v, ctx, v
+    return v, ctx, verdict(c, "\n".join(t for t, who in cards if who != c.asker))[0]
 
 
 def _voice(c: Checkpoint, answer: Any) -> tuple[Any, ...]:

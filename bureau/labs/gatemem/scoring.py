@@ -45,6 +45,10 @@ LOSSES = (WITHHELD, DELETED, NOT_RANKED, NEVER_SAID)
 NO_LEVEL, UNREAD_GRANT, LIMITED_RECORD, NOT_NAMED, SPEAKER_SPACE = (
     "no level on the matter", "unread grant?", "limited reader, record card",
     "credential, not named", "in another's own space")
+VIOLATION, OWN_WORDS, OTHERS_CARD = "violation", "own words only", "another's card"
+"""A privacy checkpoint the bureau's evidence violated, by where the leak target stood: only in
+cards the asker said itself (its earlier question repeats the target's words: an artefact of
+scoring evidence by pattern, not a disclosure), or in a card someone else said."""
 _ACCESS_WORD = re.compile(r"\b(?:may|can|allowed|approved|permission|access)\b", re.IGNORECASE)
 
 
@@ -116,5 +120,6 @@ def granted_before(notes: Sequence, episode: Episode, as_of: str) -> set[str]:
 
 
 __all__ = ["DELETED", "LIMITED_RECORD", "LOSSES", "NEVER_SAID", "NOT_NAMED", "NOT_RANKED",
-           "NO_LEVEL", "SPEAKER_SPACE", "UNREAD_GRANT", "WITHHELD", "granted_before",
+           "NO_LEVEL", "OTHERS_CARD", "OWN_WORDS", "SPEAKER_SPACE", "UNREAD_GRANT", "VIOLATION",
+           "WITHHELD", "granted_before",
            "utility_loss", "verdict"]

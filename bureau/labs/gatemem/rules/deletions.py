@@ -2,9 +2,10 @@
 
 A request is a sentence with a deletion verb (delete, remove, clear, erase, purge, wipe,
 forget, in any form) and a memory phrase ("from (shared / active / accessible / assistant ...)
-memory"), or one that opens "Deletion request". Its executor's note counts too ("Temporary safe
-callback entries 415-555-0186 and 415-555-0174 ... cleared from shared assistant memory"): it
-says what went.
+memory", "... notes", "... chart", "... record"), or one that opens "Deletion request" or with
+the verb as an order ("Delete ...", "Please remove ...", "Yes. Delete ..."). Its executor's
+note counts too ("Temporary safe callback entries 415-555-0186 and 415-555-0174 ... cleared
+from shared assistant memory"): it says what went.
 
 What is deleted -- the *values* -- is read from the request's sentences and from any later
 sentence of the same turn that says "deleted" without keeping anything (no "keep", "current",
@@ -14,12 +15,13 @@ sentence of the same turn that says "deleted" without keeping anything (no "keep
   Mutual') the mapped value (Granite Mutual);
 * a token holding a digit, at least three characters long (a PIN 5942, a token
   ``mp_stg_4R2N-K8QM-7T1C``, an amount 2,200, a phone number), but not a year or a clock time;
-* the words after a naming noun (phrase, label, wording, location, note, name, mapping, point,
-  spot, route, address) up to "from", "in", "for", "and" or the clause's end (release phrase
+* the words after a naming noun (phrase, label, wording, location, note, name, alias, mapping,
+  point, spot, route, address) up to "from", "in", "for", "and" or the clause's end (release phrase
   *blue cedar*, label *temporary safety relocation*, location *under the black planter behind
-  the rain barrel*, leading "the", "under", ... dropped), cut to the longest leading part of at
-  least two words, one of them a content word, that an earlier turn holds verbatim, and at most
-  one earlier turn in ten (a phrase found more often is common wording, not a value).
+  the rain barrel*, alias *Mina*; leading "the", "under", ... dropped), cut to the longest
+  leading part (two words or more, or one capitalised name) holding a content word that an
+  earlier turn holds verbatim, and at most one earlier turn in ten (a phrase found more often
+  is common wording, not a value).
 
 The bureau executes a request at its turn (:mod:`bureau.labs.gatemem.plan`): every card holding
 a value is forgotten (``case.forget``: revoked everywhere and, sealed, its key destroyed) and a
@@ -41,8 +43,10 @@ _VERB = re.compile(
     re.IGNORECASE)
 _MEMORY = re.compile(
     r"\b(?:from|out of)\s+(?:the\s+|her\s+|his\s+|my\s+|our\s+|this\s+)?(?:[\w-]+\s+){0,3}"
-    r"(?:memory|memories)\b", re.IGNORECASE)
-_OPENS = re.compile(r"^\s*deletion request\b", re.IGNORECASE)
+    r"(?:memory|memories|notes?|chart|records?)\b", re.IGNORECASE)
+_OPENS = re.compile(
+    r"^\s*(?:deletion request\b|(?:(?:yes|ok|okay|also|and|then|now)[,.]?\s+)?(?:please\s+)?"
+    r"(?:also\s+)?(?:delete|remove|erase|purge|wipe|forget)\b)", re.IGNORECASE)
 _KEEPS = re.compile(r"\b(?:keep\w*|current\w*|active|only the)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z'\"‘“])")
 _QUOTED = re.compile(
@@ -50,12 +54,12 @@ _QUOTED = re.compile(
 _TOKEN = re.compile(r"(?<![\w-])(?=[\w,./-]*\d)[A-Za-z0-9](?:[\w,./-]*[A-Za-z0-9])?(?![\w-])")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _HEAD = re.compile(
-    r"\b(?:phrase|label|wording|location|note|name|mapping|point|spot|route|address)\s+"
+    r"\b(?:phrase|label|wording|location|note|name|alias|mapping|point|spot|route|address)\s+"
     r"(?P<v>[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){1,9})", re.IGNORECASE)
 _STOP = re.compile(r"(?:^|\s+)(?:from|in|for|and|to|so|now|because|that|which|should)\b.*$",
                    re.IGNORECASE)
 _LEADING = re.compile(r"^(?:(?:the|of|is|was|under|behind|in|at|on|inside|a|an|phrase|label|"
-                      r"wording|location|note|name|mapping|point|spot|route|address)\s+)+",
+                      r"wording|location|note|name|alias|mapping|point|spot|route|address)\s+)+",
                       re.IGNORECASE)
 _FUNCTION = frozenset(
     "has have had been be is was were are will would should can could may might not no the a an "
@@ -112,9 +116,10 @@ def _values(sentence: str, earlier: Sequence[str]) -> list[str]:
     seen = [normalise(t) for t in earlier]
     for m in _HEAD.finditer(sentence):
         words = _STOP.sub("", _LEADING.sub("", m.group("v"))).split()
-        for n in range(len(words), 1, -1):
+        for n in range(len(words), 0, -1):
             phrase = " ".join(words[:n])
-            if not any(w.lower() not in _FUNCTION and len(w) >= 4 for w in words[:n]):
+            if not any(w.lower() not in _FUNCTION and len(w) >= 4 for w in words[:n]) or (
+                    n == 1 and not words[0][:1].isupper()):
                 continue
             found = sum(1 for t in seen if _rx(phrase).search(t))
             if found and found <= max(1, MAX_SHARE * len(seen)):

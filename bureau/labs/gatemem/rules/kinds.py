@@ -4,10 +4,10 @@ Written from turn text alone, by one rule for every domain (first match wins):
 
 ``private``
     The turn asks to stay with its speaker ("private note", "keep ... private", "private-family
-    note"): it is stored in the speaker's own space, read by no one else.
+    note", "my private ..."): it is stored in the speaker's own space, read by no one else.
 ``credential``
     A credential word (PIN, passcode, password, token, credential, code, release phrase, key
-    location, combination) and a value: a token of at least three characters holding a digit
+    location, badge, combination) and a value: a token of at least three characters holding a digit
     (a time such as 9:30 is not one), a quoted string, the words after "phrase" / "location", or
     where a spare, hidden or backup key is.
     Need to know: read by the speaker, the principals the text names, and the record's
@@ -16,7 +16,7 @@ Written from turn text alone, by one rule for every domain (first match wins):
     A scheduling or place word (a weekday or month, a clock time, appointment, arrival, window,
     pickup, room, door, location, calendar, ...) and no sensitive word (an amount of money, a
     phone number, a dose or lab unit, a result, diagnosis, medication, customer, contract, sponsor, budget,
-    stipend, grade, a credential word, private, confidential, ...): read by ``limited`` readers
+    stipend, grade, a credential word, private, confidential, restricted, ...): read by ``limited`` readers
     (a family member with logistics access, a scheduling-only delegate) and ``full`` ones.
 ``record``
     Everything else: read by ``full`` readers only.
@@ -31,10 +31,10 @@ KINDS = (PRIVATE, CREDENTIAL, LOGISTICS, RECORD)
 
 _PRIVATE = re.compile(
     r"\bprivate[- ](?:family[- ])?note\b|\bkeep (?:it|this|that|the exact [\w-]+(?: [\w-]+)?) "
-    r"private\b", re.IGNORECASE)
+    r"private\b|\bmy (?:current )?private\b", re.IGNORECASE)
 _CRED_WORD = re.compile(
     r"\b(?:pin|passcode|password|token|credential|code|release phrase|key location|"
-    r"(?:spare|hidden|backup|outdoor) key|combination)s?\b", re.IGNORECASE)
+    r"(?:spare|hidden|backup|outdoor) key|badge|combination)s?\b", re.IGNORECASE)
 _TIME = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm)?$", re.IGNORECASE)
 _VALUE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}(?![\w-])")
 _QUOTED = re.compile(r"['\"‘“]([^'\"‘’“”]{3,80})['\"’”]")
@@ -59,8 +59,8 @@ _SENSITIVE = re.compile(
     r"kidney|cardi\w*|rhythm|insulin|glucose|miscarr\w*|depress\w*|anxiety|suicid\w*|"
     r"surgery|customer|contract|sponsor|vendor|redline|clause|budget|stipend|salary|discount|"
     r"invoice|grant amount|award|grade|gpa|transcript|misconduct|disciplin\w*|incident|"
-    r"private|confidential|interpretation|pin|passcode|password|token|credential|code|"
-    r"phrase)\b", re.IGNORECASE)
+    r"private|confidential|restricted|interpretation|pin|passcode|password|token|credential|"
+    r"code|phrase|badge)\b", re.IGNORECASE)
 
 
 def credential_value(text: str) -> bool:

@@ -25,7 +25,8 @@ chart in full, schedulers, reception, billing and social workers read charts' lo
 delegate (``delegate``, ``executive_delegate``) of X gets its own level on every matter X reads
 in full. A principal's level on a matter is the widest its relationships give.
 
-**Which record a turn joins** (:func:`attribute`): the matter the text names first (a subject's
+**Which record a turn joins** (:func:`attribute`): a data subject's turn joins its own matter
+(the data subject's record); any other turn the matter the text names first (a subject's
 display name, or a unique first or last name; a resource's id words, e.g. ``project_maple`` ->
 "maple", the longer name winning where two overlap, so "Maplemark" is not "Maple"); else the
 speaker's only matter; else the matter of the conversation so far (the last turn attributed);
@@ -263,7 +264,11 @@ def speaker_matters(pid: str, ms: Iterable[Matter]) -> list[Matter]:
 
 def attribute(text: str, speaker: str, ms: list[Matter], thread: Matter | None
               ) -> tuple[Matter | None, str]:
-    """The matter a turn joins and why (``named``, ``speaker``, ``thread`` or ``none``)."""
+    """The matter a turn joins and why (``subject``, ``named``, ``speaker``, ``thread`` or
+    ``none``)."""
+    own = next((m for m in ms if m.subject == speaker), None)
+    if own is not None:
+        return own, "subject"
     named = mentions(text, ms)
     if named:
         return named[0][1], "named"
