@@ -8,8 +8,9 @@ note counts too ("Temporary safe callback entries 415-555-0186 and 415-555-0174 
 from shared assistant memory"): it says what went.
 
 What is deleted -- the *values* -- is read from the request's sentences and from any later
-sentence of the same turn that says "deleted" without keeping anything (no "keep", "current",
-"active" or "only the"):
+sentence of the same turn that says "deleted", clause by clause (a sentence is cut at ";",
+"because", "while", "but", ...), leaving out every clause that keeps something ("keep",
+"current", "active", "only the": "... because Suite 1604 is the active location now"):
 
 * a quoted string ('Northbridge Biologics'); of a quoted mapping ('Project Maple = Granite
   Mutual') the mapped value (Granite Mutual);
@@ -48,6 +49,8 @@ _OPENS = re.compile(
     r"^\s*(?:deletion request\b|(?:(?:yes|ok|okay|also|and|then|now)[,.]?\s+)?(?:please\s+)?"
     r"(?:also\s+)?(?:delete|remove|erase|purge|wipe|forget)\b)", re.IGNORECASE)
 _KEEPS = re.compile(r"\b(?:keep\w*|current\w*|active|only the)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r";|\b(?:because|while|whereas|since|but)\b|,\s+(?=and\s+(?:the\s+)?"
+                     r"(?:current|active|new)\b)", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z'\"‘“])")
 _QUOTED = re.compile(
     r"(?:(?<=\s)|^|(?<=[:(]))['\"‘“]([^'\"‘’“”\n]{2,160}?)['\"’”](?=[\s.,;:)!?]|$)")
@@ -100,7 +103,9 @@ def read_deletion(text: str, turn_id: str, earlier: Sequence[str]) -> Deletion |
         r"\bdelet", s, re.IGNORECASE) and not _KEEPS.search(s)]
     values: list[str] = []
     for s in chosen:
-        values += _values(s, earlier)
+        for clause in _CLAUSE.split(s):
+            if clause and not _KEEPS.search(clause):
+                values += _values(clause, earlier)
     return Deletion(turn_id, tuple(dict.fromkeys(v for v in values if v)))
 
 

@@ -7,7 +7,7 @@ Written from turn text alone, by one rule for every domain (first match wins):
     note", "my private ..."): it is stored in the speaker's own space, read by no one else.
 ``credential``
     A credential word (PIN, passcode, password, token, credential, code, release phrase, key
-    location, badge, combination) and a value: a token of at least three characters holding a digit
+    location, badge, keypad, combination) and a value: a token of at least three characters holding a digit
     (a time such as 9:30 is not one), a quoted string, the words after "phrase" / "location", or
     where a spare, hidden or backup key is.
     Need to know: read by the speaker, the principals the text names, and the record's
@@ -34,7 +34,7 @@ _PRIVATE = re.compile(
     r"private\b|\bmy (?:current )?private\b", re.IGNORECASE)
 _CRED_WORD = re.compile(
     r"\b(?:pin|passcode|password|token|credential|code|release phrase|key location|"
-    r"(?:spare|hidden|backup|outdoor) key|badge|combination)s?\b", re.IGNORECASE)
+    r"(?:spare|hidden|backup|outdoor) key|badge|keypad|combination)s?\b", re.IGNORECASE)
 _TIME = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm)?$", re.IGNORECASE)
 _VALUE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}(?![\w-])")
 _QUOTED = re.compile(r"['\"‘“]([^'\"‘’“”]{3,80})['\"’”]")
@@ -60,7 +60,7 @@ _SENSITIVE = re.compile(
     r"surgery|customer|contract|sponsor|vendor|redline|clause|budget|stipend|salary|discount|"
     r"invoice|grant amount|award|grade|gpa|transcript|misconduct|disciplin\w*|incident|"
     r"private|confidential|restricted|interpretation|pin|passcode|password|token|credential|"
-    r"code|phrase|badge)\b", re.IGNORECASE)
+    r"code|phrase|badge|keypad)\b", re.IGNORECASE)
 
 
 def credential_value(text: str) -> bool:
