@@ -311,15 +311,16 @@ def test_u_a_f_and_mgs_are_pooled_shares_with_intervals_over_episodes():
         for ep in ("e1", "e2"):
             vals[(policy, ep, "utility")] = u if ep == "e1" else 0.0
             vals[(policy, ep, "privacy")] = a
-            vals[(policy, ep, "safety")] = f
+            vals[(policy, ep, "safety")] = f if policy == "shared_pool" or ep == "e1" else 1.0
     figs = figures(_rows(vals), resamples=200)
     b = figs[(figs["domain"] == "office") & (figs["policy"] == "bureau")].iloc[0]
-    assert (b["U"], b["A"], b["F"], b["MGS"]) == (0.5, 0.0, 0.0, 0.5)
+    assert (b["U"], b["A"], b["F"], b["MGS"]) == (0.5, 0.0, 0.5, 0.25)
     assert b["U_lo"] <= b["U"] <= b["U_hi"] and b["U_lo"] == 0.0 and b["U_hi"] == 1.0
     p = figs[(figs["domain"] == "all") & (figs["policy"] == "shared_pool")].iloc[0]
     assert (p["A"], p["F"], p["MGS"]) == (1.0, 1.0, 0.0)
     h = headline(_rows(vals), resamples=200).set_index("domain").loc["office"]
     assert h["utility_kept"] == 1.0 and h["violations_avoided"] == 1.0
+    assert h["forgetting_avoided"] == 0.5
 
 
 def test_titles_say_what_the_values_say():
