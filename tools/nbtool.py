@@ -79,6 +79,11 @@ COURSE: list[Lesson] = [
            "05b · Deep dive: AgentSocialBench, where relevance is a hint",
            "a second benchmark whose shared pool leaks less than random and still leaks; what "
            "publishing abstractions costs in recall", 15, deep_dive=True),
+    Lesson("05c_gatemem.ipynb",
+           "05c · Deep dive: GateMem, many principals sharing one memory",
+           "episodes of a multi-party benchmark as cases with records, a policy file and "
+           "forget; utility, access violations and forgetting failures at the boundary, beside "
+           "its leaderboard; which rule costs which utility", 20, deep_dive=True),
     Lesson("06_llm_voice.ipynb",
            "06 · Giving the roles a voice: an LLM that phrases only approved evidence",
            "an opt-in model phrases the evidence a role was handed; injections aimed at it fail, "

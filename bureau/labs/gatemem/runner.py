@@ -93,7 +93,7 @@ def run_lab(bureau: Bureau, data: GateMemSet, k: int = DEFAULT_K, *,
     bar = iter((progress or (lambda it, n: it))(episodes, len(episodes)))
     with lifted(bureau), ThreadPoolExecutor(max_workers=1, thread_name_prefix="gm-embed") as pool:
         futures: list[Future[dict[str, np.ndarray]]] = [
-            pool.submit(_embed, enc, e.texts()) for e in episodes]
+            pool.submit(embed_texts, enc, e.texts()) for e in episodes]
         try:
             for e, future in zip(episodes, futures, strict=True):
                 next(bar, None)
@@ -155,7 +155,8 @@ def _prepare(data: GateMemSet, episode_id: str, n: int,
                     f"gm-{ep.domain[:3]}-{n + 1:03d}")
 
 
-def _embed(enc: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
+def embed_texts(enc: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each text's vector by ``enc`` (its cache keeps them for the writes that follow)."""
     workers = int(getattr(enc, "workers", 1))
     vecs = enc.embed(list(texts), workers=workers) if workers > 1 else enc.embed(list(texts))
     return dict(zip(texts, vecs, strict=True))
@@ -258,4 +259,4 @@ def _rule_counts(plans: Sequence[EpisodePlan]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["DEFAULT_K", "SEED", "run_lab"]
+__all__ = ["DEFAULT_K", "SEED", "embed_texts", "run_lab"]
