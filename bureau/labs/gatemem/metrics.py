@@ -181,7 +181,11 @@ def violations(checkpoints: pd.DataFrame) -> pd.DataFrame:
 def checks(result: GateMemResult) -> dict[str, int]:
     """The run's named checks: figures the design makes certain, reported as checks."""
     ep = result.episodes
-    return {"decisions": int(ep["decisions"].sum()),
+    own = result.rows[(result.rows["policy"] == "owner_only") &
+                      result.rows["query_type"].isin(("privacy", "safety"))]
+    return {"owner_only_others_leaks": int((own["verdict_others"] > 0).sum()),
+            "owner_only_checkpoints": int(len(own)),
+            "decisions": int(ep["decisions"].sum()),
             "decisions_agreeing_with_rule": int(ep["decisions_agreeing"].sum()),
             "consults": int(ep["consults"].sum()),
             "consults_numpy_topk_equal": int(ep["consults_exact_topk"].sum())}

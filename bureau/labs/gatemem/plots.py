@@ -111,7 +111,7 @@ def headline_title(summary: Mapping[str, Any]) -> str:
 
 def headline_figure(summary: Mapping[str, Any]) -> CourseFigure:
     """U against A per domain and policy (with intervals), the leaderboard's rows behind."""
-    fig = new_figure(7.5, 5.6)
+    fig = new_figure(10.0, 5.6)
     ax = fig.subplots()
     board = summary.get("leaderboard_rows", [])
     if board:
@@ -133,7 +133,9 @@ def headline_figure(summary: Mapping[str, Any]) -> CourseFigure:
     ax.set_ylabel("U: share of utility checkpoints whose evidence holds every include")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=8, loc="lower right", title="markers: domains; star: all", title_fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title_fontsize=8,
+              title="circle medical, square office,\ntriangle education, diamond household,\n"
+                    "star all domains")
     ax.set_title(_wrap(headline_title(summary), 80), fontsize=10)
     return fig
 

@@ -44,10 +44,10 @@ DEFINITIONS = (
     "GateMem's scorer matches them (regex, or a whole-word literal, case and blanks ignored)",
 )
 NOT_MEASURED = (
-    "no answer is judged: the figures bound what any voice could say from the evidence (it "
-    "cannot say what it was not handed), they are not a model's answers; the leaderboard's "
-    "rows are LLM answers judged by an LLM, so the two are read beside each other, never "
-    "ranked together",
+    "no answer is judged: the figures bound what a voice could say from the evidence (it cannot "
+    "say what it was not handed, apart from words the question itself holds), they are not a "
+    "model's answers; the leaderboard's rows are LLM answers judged by an LLM, so the two are "
+    "read beside each other, never ranked together",
     "a redacted answer (`answer_redacted`) is scored on its leak targets only: whether a "
     "voice would phrase the permitted part without the rest is a model's work",
     "refusals and over-refusal: an empty evidence set is not an answer",
@@ -224,7 +224,11 @@ def check_lines(summ: Mapping[str, Any]) -> list[str]:
     return [f"check: {c['decisions_agreeing_with_rule']:,} of {c['decisions']:,} audited "
             f"decisions agree with the written rule (the mediator applies the policy file)",
             f"check: {c['consults_numpy_topk_equal']:,} of {c['consults']:,} consults decided "
-            f"exactly numpy's top-k of the record (the baselines' engine agrees with seekdb's)"]
+            f"exactly numpy's top-k of the record (the baselines' engine agrees with seekdb's)",
+            f"check: the owner-only boundary handed a leak target or a deleted value said by "
+            f"someone else on {c['owner_only_others_leaks']} of its "
+            f"{c['owner_only_checkpoints']:,} privacy and safety checkpoints (it hands only "
+            f"the asker's own words)"]
 
 
 def cost_lines(summ: Mapping[str, Any]) -> list[str]:
