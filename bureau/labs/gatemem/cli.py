@@ -53,7 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "question); a configured BUREAU_LLM_* endpoint is used when set")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="Bureau data directory (default: a temporary one, deleted afterwards)")
-    p.add_argument("--keep", action="store_true", help="keep each episode's case")
+    p.add_argument("--keep", action="store_true",
+                   help="keep each episode's case in --data-dir (a temporary directory keeps "
+                        "them until it goes at exit)")
     p.add_argument("--no-bench", action="store_true",
                    help="skip timing the embedding floor (the same texts, a fresh encoder)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -127,8 +129,10 @@ def _run(args: argparse.Namespace, started: float) -> int:
     defer = bureau.bulk_audit() if args.data_dir is None else contextlib.nullcontext()
     try:
         with defer:
+            # A temporary data directory goes at exit, cases and all: deleting each episode's
+            # ~230 cards would cost about as much as writing them (the leak lab's choice).
             result = run_lab(bureau, data, args.k, progress=progress, voice=voice,
-                             keep=args.keep)
+                             keep=args.keep or args.data_dir is None)
     finally:
         if standin is not None:
             standin.close()
@@ -151,7 +155,8 @@ def _run(args: argparse.Namespace, started: float) -> int:
     held = summ.get("held_out") or {}
     if held:
         print()
-        print(f"the {held['episodes']} episodes outside the slice (the rules' development set):")
+        print(f"the {held['episodes']} episodes outside the slice (the slice was the rules' "
+              "development set):")
         for line in table_lines(summ, held["figures"], board_too=False):
             print(line)
     print()

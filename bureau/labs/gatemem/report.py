@@ -233,8 +233,8 @@ def check_lines(summ: Mapping[str, Any]) -> list[str]:
 
 def cost_lines(summ: Mapping[str, Any]) -> list[str]:
     t, b = summ["timings"], summ["bench"]
-    out = [f"lab wall time {t['total']:.1f} s ({t['texts']:,} texts, embedding waited "
-           f"{t['embed_wait']:.1f} s)"]
+    out = [f"lab wall time {t['total']:.1f} s ({t['texts_embedded']:,} texts embedded, the "
+           f"storage waited {t['embed_wait']:.1f} s for them; scoring {t.get('score', 0):.1f} s)"]
     if b:
         out.append(f"embedding floor {b['embed_alone_seconds']:.1f} s (the same "
                    f"{int(b['distinct_texts']):,} texts, fresh encoder, no cache); lab / floor "

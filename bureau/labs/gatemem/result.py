@@ -37,7 +37,7 @@ redacted copy) and, for a failed utility checkpoint, why (:mod:`.scoring`)."""
 EPISODE_COLUMNS = ("episode_id", "domain", "case_slug", "turns", "checkpoints", "records",
                    "cards_written", "grants", "forgotten", "policy_versions", "decisions",
                    "decisions_agreeing", "consults", "consults_exact_topk", "seconds",
-                   "write_seconds", "ask_seconds", "forget_seconds")
+                   "write_seconds", "grant_seconds", "ask_seconds", "forget_seconds")
 
 
 @dataclass

@@ -90,6 +90,7 @@ def run_lab(bureau: Bureau, data: GateMemSet, k: int = DEFAULT_K, *,
     rng = np.random.default_rng(seed)
     saved = bureau.mediator
     waited = 0.0
+    clock = {"delete": 0.0, "score": 0.0}
     bar = iter((progress or (lambda it, n: it))(episodes, len(episodes)))
     with lifted(bureau), ThreadPoolExecutor(max_workers=1, thread_name_prefix="gm-embed") as pool:
         futures: list[Future[dict[str, np.ndarray]]] = [
@@ -110,9 +111,13 @@ def run_lab(bureau: Bureau, data: GateMemSet, k: int = DEFAULT_K, *,
                     asked.answer_parts, asked.trace = [], None
 
                 run = replay(bureau, e.plan, e.checkpoints, vec, k, e.slug, on_ask)
+                t = time.perf_counter()
                 if not keep:
                     bureau.delete_case(run.case_id)
+                clock["delete"] += time.perf_counter() - t
+                t = time.perf_counter()
                 _score(e, run, vec, k, rng, rows, per_cp)
+                clock["score"] += time.perf_counter() - t
                 voice_rows += [(cid, e.plan.episode.domain, *_voice(c, a))
                                for c in e.checkpoints
                                for cid, a in [(c.checkpoint_id, answers.get(c.checkpoint_id))]
@@ -135,13 +140,14 @@ def run_lab(bureau: Bureau, data: GateMemSet, k: int = DEFAULT_K, *,
                                               for v in range(len(e.plan.states))]
                   for e in episodes},
         timings={"total": total, "plan": plan_seconds, "embed_wait": waited,
+                 "delete_cases": clock["delete"], "score": clock["score"],
                  "texts": every, "texts_embedded": after[0] - counters[0],
                  "tokens_embedded": after[1] - counters[1],
                  "encoder_seconds": after[2] - counters[2]},
         voice=pd.DataFrame(voice_rows, columns=["checkpoint_id", "domain", "query_type",
                                                 "verdict", "verdict_context", "voice",
                                                 "known"]) if voice is not None else None,
-        voice_name=getattr(voice, "name", None) if voice is not None else None,
+        voice_name=_voice_name(voice),
         texts=[x for e in episodes for x in e.texts()],
     )
 
@@ -225,8 +231,20 @@ def _verdicts(c: Checkpoint, cards: Sequence[tuple[str, str]]) -> tuple[float, f
 def _voice(c: Checkpoint, answer: Any) -> tuple[Any, ...]:
     text = str(getattr(answer, "text", "") or "")
     v, ctx = verdict(c, text)
-    return (c.query_type, v, ctx, str(getattr(answer, "mode", "")),
-            bool(getattr(answer, "known", False)))
+    how = str(getattr(answer, "responder", ""))
+    if getattr(answer, "fallback_reason", None):
+        how += f" (fell back: {answer.fallback_reason})"
+    return (c.query_type, v, ctx, how, bool(getattr(answer, "known", False)))
+
+
+def _voice_name(voice: Any) -> str | None:
+    """The voice as the report names it: the responder and, for a model, which one where."""
+    if voice is None:
+        return None
+    settings = getattr(voice, "settings", None)
+    if settings is None:
+        return str(getattr(voice, "name", type(voice).__name__))
+    return f"{getattr(voice, 'name', 'llm')}: {settings.model} at {settings.base_url or 'the default URL'}"
 
 
 def _episode_row(e: _Episode, run: EpisodeRun) -> tuple[Any, ...]:
@@ -236,7 +254,7 @@ def _episode_row(e: _Episode, run: EpisodeRun) -> tuple[Any, ...]:
             len(e.plan.matters), run.cards_written, run.grants, run.forgotten,
             run.policy_versions, run.decisions, run.decisions_agreeing, run.consults,
             run.consults_exact_topk, round(sum(s.values()), 3), round(s.get("write", 0), 3),
-            round(s.get("ask", 0), 3), round(s.get("forget", 0), 3))
+            round(s.get("grant", 0), 3), round(s.get("ask", 0), 3), round(s.get("forget", 0), 3))
 
 
 def _rule_counts(plans: Sequence[EpisodePlan]) -> dict[str, Any]:
