@@ -26,6 +26,7 @@ SOURCES = {
     "data/agentsocialbench_mini": ("**/*",),
     "data/magpie_slice": ("**/*",),
     "data/agentsocialbench_slice": ("**/*",),
+    "data/gatemem_slice": ("**/*",),
     "data/poisoning": ("*.yaml", "README.md"),
     "data/injection": ("*.yaml",),
     "data/leak_judgements": ("*.csv", "README.md"),

@@ -180,10 +180,42 @@ ASB_LEADERBOARD: tuple[Anchor, ...] = tuple(
     for cat, lo, hi in (("cross_domain", 0.40, 0.67), ("mediated_comm", 0.21, 0.30),
                         ("cross_user", 0.14, 0.29))
 )
+GATEMEM_SOURCE = ("GateMem leaderboard, leaderboard.json of rzhub/GateMem (Ren, Yang, Chen et al., "
+                  "arXiv 2606.18829), 168 rows: 7 methods x 6 backbones x 4 domains")
+GATEMEM_SETTING = ("LLM agents over a shared multi-principal memory, the policy (if any) in the "
+                   "prompt or the retrieval; every answer judged by an LLM against the checkpoint")
+_GATEMEM_DIFFERS = ("an LLM's answer, judged; the lab scores the evidence the bureau's boundary "
+                    "hands a voice with GateMem's own patterns (what any voice could say), not "
+                    "an answer.")
+_GATEMEM_CHECKED = ("the release's leaderboard.json (SOURCE_COMMIT 603f9f4); tests/test_gatemem.py "
+                    "recomputes each from the shipped copy")
+GATEMEM_ANCHORS: tuple[Anchor, ...] = (
+    Anchor(key="gatemem_access_violation_range", source=GATEMEM_SOURCE,
+           figure="access-control violations A, lowest-highest over every row (%)", value=5.6,
+           high=69.0, setting=GATEMEM_SETTING, differs=_GATEMEM_DIFFERS,
+           checked=_GATEMEM_CHECKED, verified=True),
+    Anchor(key="gatemem_forgetting_failure_range", source=GATEMEM_SOURCE,
+           figure="active-forgetting failures F, lowest-highest over every row (%)", value=2.2,
+           high=69.4, setting=GATEMEM_SETTING, differs=_GATEMEM_DIFFERS,
+           checked=_GATEMEM_CHECKED, verified=True),
+    Anchor(key="gatemem_best_mgs", source=GATEMEM_SOURCE,
+           figure="best MGS = U (1 - A) (1 - F) (Long-Context, GPT-5.4, medical; %)", value=80.1,
+           setting=GATEMEM_SETTING, differs=_GATEMEM_DIFFERS, checked=_GATEMEM_CHECKED,
+           verified=True),
+    Anchor(key="gatemem_rag_policy_best_mgs", source=GATEMEM_SOURCE,
+           figure="best MGS with the policy in the prompt (RAG-Policy, any backbone; %)",
+           value=58.5, setting=GATEMEM_SETTING, differs=_GATEMEM_DIFFERS,
+           checked=_GATEMEM_CHECKED, verified=True),
+    Anchor(key="gatemem_mem0_medical_violations", source=GATEMEM_SOURCE,
+           figure="Mem0's access-control violations on the medical domain, GPT-5.4 and "
+                  "GPT-4o-mini (%)", value=28.1, high=67.2, setting=GATEMEM_SETTING,
+           differs=_GATEMEM_DIFFERS, checked=_GATEMEM_CHECKED, verified=True),
+)
+"""The GateMem figures the lab's prose quotes; its tables read every row of leaderboard.json."""
 LEAKAGE_ANCHORS: tuple[Anchor, ...] = (MAAS_RELEVANCE_AUROC, MAAS_PRIVATE_LEAK, MAAS_HINT_ITEMS,
                                        MAAS_PRIVATE_PREFERENCES, *ASB_LEADERBOARD)
 ANCHORS: tuple[Anchor, ...] = (AGENTPOISON, AGENTPOISON_END_TO_END, MINJA, UNDEFENDED, GATING,
-                               *LEAKAGE_ANCHORS)
+                               *LEAKAGE_ANCHORS, *GATEMEM_ANCHORS)
 """Every published figure the project quotes."""
 
 

@@ -67,6 +67,7 @@ AREAS = {
     "layers": r"test_(layers|floor_plan|gateway|install|run_all)",
     "classroom": r"test_(classroom\w*|hub|instructor)",
     "peers": r"test_(peers|mcp_server)",
+    "gatemem": r"test_gatemem",
 }
 """Area marker -> test file names (``-m "storage and mediation"`` runs one area's storage
 tests)."""

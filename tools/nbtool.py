@@ -93,6 +93,11 @@ COURSE: list[Lesson] = [
            "05b · Deep dive: AgentSocialBench, where relevance is a hint",
            "a second benchmark: what a stronger hint changes, and what it does not; what "
            "publishing abstractions costs in recall", 13, run_s=48, deep_dive=True),
+    Lesson("05c_gatemem.ipynb",
+           "05c · Deep dive: GateMem, many principals sharing one memory",
+           "episodes of a multi-party benchmark as cases with records, a policy file and "
+           "forget; utility, access violations and forgetting failures at the boundary, beside "
+           "its leaderboard; which rule costs which utility", None, deep_dive=True),
     Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
            "a model phrases only what the bureau decided; injections aimed at it fail, measured "
            "against a shared pool; the core path in four lines", 22, run_s=23,

@@ -47,6 +47,9 @@ LABS: tuple[Lab, ...] = (
         "the same work through the bureau, mem0 and LangGraph's store"),
     Lab("forgetting", "bureau.labs.forgetting",
         "forgetting lab: what is left on disk after the bureau forgets, sealed vs unsealed"),
+    Lab("gatemem", "bureau.labs.gatemem",
+        "GateMem lab: utility, access control and forgetting at the boundary, beside its "
+        "leaderboard"),
 )
 
 

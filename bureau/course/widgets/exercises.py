@@ -268,6 +268,15 @@ def _check_threshold(case: Case, answer: Any) -> Verdict:
     return Verdict(ok, message)
 
 
+def _check_rule_change(case: Case, answer: Any) -> Verdict:
+    """``answer = {"before": <GateMemResult>, "after": <GateMemResult>}``; ``case`` is not
+    needed (deep dive 05c)."""
+    from ...labs.gatemem.lesson import check_rule_change  # lazy: the lab pulls in pandas
+
+    ok, message = check_rule_change(answer)
+    return Verdict(ok, message)
+
+
 # -- lesson 06 --------------------------------------------------------------------------------
 def _check_injection(case: Case, answer: Any) -> Verdict:
     """``answer``: the Trial ``injection.try_injection(...)`` returned."""
@@ -351,6 +360,14 @@ EXERCISES: dict[str, Exercise] = {
             "my_threshold = round(float(below[\"threshold\"].min()), 2)\n"
             "below.head(3)",
             _check_threshold,
+        ),
+        Exercise(
+            "05c-rule",
+            "Loosen or tighten one rule and see U and A move",
+            "my_options = {\"limited_reads_records\": True}  # limited readers read whole records\n"
+            "after = lesson.run(bureau, data, k, options=my_options)\n"
+            "print(lesson.moved(result, after))",
+            _check_rule_change,
         ),
         Exercise("06-injection", "Write an injection the lab does not have", INJECTION_SOLUTION,
                  _check_injection),
