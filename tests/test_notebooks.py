@@ -497,12 +497,12 @@ def test_a_main_lesson_fits_one_sitting(path: Path):
 
 
 def test_the_sitting_check_fails_on_a_long_lesson():
-    """The planted defects, on lesson 05: 200 more words of prose, 35 minutes in the table and
+    """The planted defects, on lesson 05: 1,300 more words of prose, 35 minutes in the table and
     a second list of goals; each is reported."""
     path = NB_DIR / "05_measuring_leakage.ipynb"
     nb = nbformat.read(path, as_version=4)
     assert _sitting_problems(path.name, nb, _minutes_of(path.name)) == []
-    nb.cells.insert(3, nbformat.v4.new_markdown_cell(" ".join(["word"] * 200)))
+    nb.cells.insert(3, nbformat.v4.new_markdown_cell(" ".join(["word"] * 1300)))
     nb.cells[1].source += "\n\n**Goals**\n\n1. one more list"
     found = _sitting_problems(path.name, nb, 35)
     assert len(found) == 3, found

@@ -97,7 +97,8 @@ COURSE: list[Lesson] = [
            "05c · Deep dive: GateMem, many principals sharing one memory",
            "episodes of a multi-party benchmark as cases with records, a policy file and "
            "forget; utility, access violations and forgetting failures at the boundary, beside "
-           "its leaderboard; which rule costs which utility", None, deep_dive=True),
+           "its leaderboard; which rule costs which utility", 25,
+           run_s=21, deep_dive=True),
     Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
            "a model phrases only what the bureau decided; injections aimed at it fail, measured "
            "against a shared pool; the core path in four lines", 22, run_s=23,
@@ -123,7 +124,7 @@ COURSE: list[Lesson] = [
     Lesson("09_closing.ipynb", "09 · Going further: what to take home",
            "a design checklist, how peer memory libraries scope memory and where their "
            "isolation bugs came from, an agent loop on a handle, a namespace store ported onto "
-           "a handle", 26, run_s=17),
+           "a handle", 28, run_s=17),
 ]
 """The course, in order: the one table navigation, contents, the kit's times and the site's
 index are generated from. A deep dive sits right after its lesson."""

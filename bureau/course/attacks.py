@@ -84,7 +84,9 @@ def prompt_injection(case: Case, target: Target | None = None) -> AttackResult:
         reason=(
             f"Scopes are set by the service from the role, never from the question: the search "
             f"covered only {answer.trace.searched_scopes}, so {t.owner}'s space was not searched "
-            f"and the answer was '{answer.certainty}'."
+            + (f"and the answer was '{answer.certainty}': from the {t.attacker}'s own cards and the "
+               f"board, none of the {t.owner}'s." if answer.known else
+               f"and the answer was '{answer.certainty}'.")
         ),
         leaked=leaked,
         details={"scopes": answer.trace.searched_scopes, "known": answer.known,

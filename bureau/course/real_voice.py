@@ -62,11 +62,13 @@ class Overruled:
         if self.unsupported:
             verdict += f" (no cited card holds: {', '.join(self.unsupported)})"
         reply = self.reply if len(self.reply) <= 300 else self.reply[:300] + " …"
-        return (f"asked: {self.request.question}  (the safe-combination case)\n"
-                f"cards handed over (they do not answer it):\n{cards}\n"
+        return (f"asked: {self.request.question}  (one of the voice's test requests, from the "
+                f"safe-combination case, whatever case you play)\n"
+                f"cards handed over as the search's hits (they do not hold the answer):\n{cards}\n"
                 f"the model replied ({source}):\n  {reply}\n"
                 f"the bureau: {verdict}\n"
-                f"the role answered: {self.answer}")
+                f"the role answered with the evidence voice instead (it repeats what the cards say, "
+                f"and nothing they do not):\n  {self.answer}")
 
     def __repr__(self) -> str:
         return self.text()

@@ -82,9 +82,9 @@ class Score:
         par = f" (par {self.case_file.par})" if self.case_file.par else ""
         if self.solved:
             kept = len(self.rules)
-            return (f"Solved in {self.moves_used} moves{par}, "
+            return (f"Solved in {_n_moves(self.moves_used)}{par}, "
                     f"{'every rule' if kept else 'no rule'} kept.")
-        return (f"Open: {self.case_file.asker} cannot answer yet. {self.moves_used} moves "
+        return (f"Open: {self.case_file.asker} cannot answer yet. {_n_moves(self.moves_used)} "
                 f"used{par}.")
 
     def numbers(self) -> dict[str, Any]:
@@ -116,6 +116,10 @@ def score(case: Case) -> Score:
 
 def _cards_by_id(case: Case) -> dict[str, MemoryCard]:
     return {c.id: c for cards in case.spaces().values() for c in cards}
+
+
+def _n_moves(n: int) -> str:
+    return f"{n} move" if n == 1 else f"{n} moves"
 
 
 def _moves(events: list[Event]) -> dict[str, int]:

@@ -38,7 +38,7 @@ def case_file_html(s: Score) -> str:
     cf: CaseFile = s.case_file
     rows = []
     for i, rule in enumerate(s.rules):
-        why = cf.never[i].why if i < len(cf.never) else "Only the moves this case allows count."
+        why = cf.never[i].why if i < len(cf.never) else "A move this case does not allow loses it."
         mark = "✓ kept" if rule.kept else "✗ broken"
         broke = (f' <span class="bureau-muted">({esc(rule.broken_by)})</span>'
                  if rule.broken_by else "")
