@@ -117,6 +117,94 @@ def test_the_position_check_fails_on_an_unshuffled_quiz():
     assert max(where.values()) / len(all_qs) > POSITION_LIMIT
 
 
+# -- length tells (issue 50 §2) ------------------------------------------------------------------
+RANK_MARGIN = 0.15
+"""No length rank (shortest, middle, longest…) holds the right answer in more than 1/n + 15 % of
+the questions with n choices: "pick the longest" (or "never the long one") scores no better than
+a little above chance."""
+PAD_LIMIT = 1.3
+"""No wrong choice is more than 1.3 × as long as the longest of the others: a padded, hedged
+wrong choice is a tell of its own (issue 50 §2: 72-89 characters beside right answers of ~45)."""
+
+
+def length_rank_shares(qs) -> dict[int, list[float]]:
+    """For each number of choices n, the share of those questions whose right answer has each
+    length rank (0 the shortest). A right answer as long as k others splits its count between
+    the ranks they share, so ties neither hide nor make a tell."""
+    counts: dict[int, list[float]] = {}
+    for q in qs:
+        lengths = [len(c.text) for c in q.choices]
+        mine = lengths[q.answer]
+        below, same = sum(n < mine for n in lengths), sum(n == mine for n in lengths)
+        row = counts.setdefault(len(lengths), [0.0] * len(lengths))
+        for rank in range(below, below + same):
+            row[rank] += 1 / same
+    return {n: [c / sum(row) for c in row] for n, row in counts.items()}
+
+
+def padded_choices(qs) -> list[tuple[str, int, float]]:
+    """``(question id, choice, ratio)`` for each wrong choice longer than :data:`PAD_LIMIT` × the
+    longest other choice of its question."""
+    found = []
+    for q in qs:
+        for i, c in enumerate(q.choices):
+            others = max(len(o.text) for j, o in enumerate(q.choices) if j != i)
+            if i != q.answer and len(c.text) > PAD_LIMIT * others:
+                found.append((q.id, i, round(len(c.text) / others, 2)))
+    return found
+
+
+def length_tells(qs) -> list[str]:
+    """What gives the right answers away by length, in words (empty: nothing)."""
+    tells = [f"with {n} choices, length rank {rank} holds the right answer in "
+             f"{share:.0%} of the questions (limit {1 / n + RANK_MARGIN:.0%})"
+             for n, shares in length_rank_shares(qs).items()
+             for rank, share in enumerate(shares) if share > 1 / n + RANK_MARGIN]
+    tells += [f"{qid}: choice {i} is {ratio} × the longest other" for qid, i, ratio
+              in padded_choices(qs)]
+    return tells
+
+
+def _all_questions():
+    return [q for lesson in questions().values() for q in lesson]
+
+
+def test_no_length_rank_and_no_padded_choice_gives_the_answer_away():
+    qs = _all_questions()
+    assert len(qs) >= 30
+    assert length_tells(qs) == []
+
+
+def test_the_length_check_fails_on_a_planted_tell():
+    """Planted defects on copies of the shipped questions: right answers made the longest (the
+    old position tell moved to length), then right answers made the shortest, then one wrong
+    choice padded with a hedge; each is caught, and the real file is not."""
+    from dataclasses import replace
+
+    from bureau.course.quiz import Choice
+
+    def with_text(q, i, text):
+        choices = list(q.choices)
+        choices[i] = Choice(text, choices[i].why)
+        return replace(q, choices=tuple(choices))
+
+    qs = _all_questions()
+    longest = [with_text(q, q.answer, q.choices[q.answer].text
+                         + "!" * (1 + max(len(c.text) for c in q.choices)
+                                  - len(q.choices[q.answer].text)))
+               for q in qs]
+    assert any("rank 2" in t for t in length_tells(longest)), length_tells(longest)
+    assert not padded_choices(longest)  # one character longer: the rank alone tells
+    shortest = [with_text(q, q.answer, q.choices[q.answer].text[:1]) for q in qs]
+    assert any("rank 0" in t for t in length_tells(shortest))
+    q = qs[0]
+    wrong = (q.answer + 1) % len(q.choices)
+    hedged = with_text(q, wrong, q.choices[wrong].text.rstrip(".")
+                       + ", at least in most of the cases the lesson happens to show.")
+    assert padded_choices([hedged, *qs[1:]]) == [(q.id, wrong, padded_choices([hedged])[0][2])]
+    assert length_tells(qs) == []
+
+
 def _row(bureau, lesson):
     """The lesson's progress row now (the bureau's data directory is shared by the session's
     tests, so the tests compare before and after)."""
