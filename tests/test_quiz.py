@@ -358,3 +358,82 @@ def test_the_instructor_page_counts_application_questions():
     page = instructor.room_html([{"learner": "ann", **row, "case": None, "roles": {}, "board": 0,
                                   "events": 0}])
     assert '<td class="applications">1/2</td>' in page and "<th>applications</th>" in page
+
+
+# -- application answers, computed out of sight (issue 50 §2) ---------------------------------------
+def test_the_core_path_answers_read_the_run_they_ask_about(case):
+    """Lessons 00-03 on a real case: the values the boxes check are the ones the lessons print."""
+    from bureau.course import answers
+    from bureau.course.cast import Cast
+    from bureau.course.saga_story import SagaStory
+    from bureau.errors import BureauError
+    from bureau.service import faults
+
+    informant, detective, _ = Cast.of(case).story_roles()
+    # three "never" rules and the moves rule of the safe-combination's case file
+    assert answers.of("00-rules", case) == len(case.scenario.case_file.never) + 1 == 4
+    before = answers.of("01-detective-reads", case, detective)
+    assert before == len(case.cards(detective))
+    case.whisper(informant, "The gardener waters the roses at dawn.")
+    assert answers.of("01-detective-reads", case, detective) == before  # not the detective's
+    case.whisper(detective, "The study's window was open.")
+    assert answers.of("01-detective-reads", case, detective) == before + 1
+    answer = case.interrogate(detective, case.scenario.case_file.question)
+    assert answers.of("02-scopes", answer) == 2  # its own space and the board
+    spare = Cast.of(case).spare
+    story = SagaStory(case, case.seed_card(spare.key))
+    story.record("before")
+    with pytest.raises(BureauError):
+        with faults.armed("publish.after_copy_written"), faults.armed("publish.during_compensation"):
+            case.publish(spare.owner, story.card.id)
+    story.record("crash")
+    assert answers.of("03-crash-cleanups", story) == 1
+
+
+def test_the_lab_answers_count_what_their_tables_show(monkeypatch):
+    """Lessons 04-08 on stand-ins of the labs' objects: each answer is the count its question
+    names, and nothing else."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bureau.course import answers, purpose
+    from bureau.labs.leakage.lesson import SHARED_POOL
+
+    results = [SimpleNamespace(blocked=b) for b in (True, False, True, True)]
+    assert answers.of("04-blocked", results) == 3
+    pairs = pd.DataFrame({"label": ["private", "private", "private", "shareable"],
+                          "requester": ["a", "a", "b", "a"], "owner": ["b", "a", "a", "b"],
+                          "retrieved": [1, 1, 0, 1]})
+    result = SimpleNamespace(policy=lambda name: pairs if name == SHARED_POOL else None)
+    assert answers.of("05-pairs-retrieved", result) == 1  # own and shareable pairs do not count
+    report = SimpleNamespace(counts=lambda system: {"naive": (5, 12), "bureau": (0, 12)}[system])
+    assert answers.of("06-pool-disclosures", report) == 5
+    asked = []
+
+    def audit_of(case, *asks):
+        asked.append((case, asks))
+        return pd.DataFrame({"action": ["abstract", "abstract", "withhold", "abstract", "reveal"]})
+
+    monkeypatch.setattr(purpose, "audit_of", audit_of)
+    assert answers.of("07-budget-abstracts", "the case", ["a1", "a2"]) == 3
+    assert asked == [("the case", ("a1", "a2"))]
+    table = pd.DataFrame({"hijack_evidence_undefended_count": [0, 3, 1]})
+    assert answers.of("08-hijacked-undefended", table) == 3
+
+
+def test_the_closing_answer_is_the_figures_longest_bar():
+    from bureau.course import answers
+    from bureau.course.closing import peer_reports, plot_peer_reports
+
+    reports = peer_reports()
+    bars = [p.get_width() for p in plot_peer_reports(reports).axes[0].patches]
+    assert answers.of("09-longest-bar", reports) == max(bars)
+
+
+def test_an_unknown_application_has_no_answer():
+    from bureau.course import answers
+
+    assert "02-scopes" in answers.items()
+    with pytest.raises(KeyError, match="no answer for application '02-nope'"):
+        answers.of("02-nope")
