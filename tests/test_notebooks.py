@@ -413,11 +413,26 @@ def test_the_jargon_check_fails_on_a_term_used_before_its_definition():
 # -- application questions (issue 34 §3) ------------------------------------------------------------
 
 
+def _answer_out_of_sight(answer: ast.expr, item: str) -> bool:
+    """``answers.of(item, name, …)``: the id the question has, then plain names of the run's
+    objects (an expression there would be the giveaway again), with an answer for that id."""
+    from bureau.course import answers
+
+    return (isinstance(answer, ast.Call) and isinstance(answer.func, ast.Attribute)
+            and isinstance(answer.func.value, ast.Name) and answer.func.value.id == "answers"
+            and answer.func.attr == "of" and not answer.keywords and answer.args
+            and isinstance(answer.args[0], ast.Constant) and answer.args[0].value == item
+            and all(isinstance(a, ast.Name) for a in answer.args[1:])
+            and item in answers.items())
+
+
 def _application_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
     """A notebook's application questions: at least one; each ``application("NN-…", bureau,
-    question, answer=<the run's value>)`` with the answer an expression, never a literal (it is
-    checked against what this run produced), in the cell right after the code cell whose output
-    it asks about."""
+    question, answer=answers.of("NN-…", <the run's objects>))``: the answer is the run's value,
+    never a literal (it is checked against what this run produced), and computed out of sight
+    by :mod:`bureau.course.answers` under the same id, so the code the learner runs does not
+    spell it out (issue 50 §2: ``answer=len(case.cards(detective))`` answered the question); in
+    the cell right after the code cell whose output it asks about."""
     found, calls = [], 0
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or "application(" not in cell.source:
@@ -435,6 +450,9 @@ def _application_problems(name: str, nb: nbformat.NotebookNode) -> list[str]:
                           call.args[3] if len(call.args) > 3 else None)
             if answer is None or isinstance(answer, ast.Constant):
                 found.append(f"{name} cell {i}: the answer must be the run's value, not a literal")
+            elif not _answer_out_of_sight(answer, item):
+                found.append(f"{name} cell {i}: compute the answer out of sight, as "
+                             f"answers.of({item!r}, <the run's objects>)")
             if i == 0 or nb.cells[i - 1].cell_type != "code":
                 found.append(f"{name} cell {i}: put the question right after the output it asks "
                              "about")
@@ -458,10 +476,16 @@ def test_the_application_check_fails_on_a_lesson_without_one_or_with_a_literal()
     assert _application_problems("02_interrogate.ipynb", nb) == []
     (cell,) = [c for c in nb.cells if c.cell_type == "code" and "application(" in c.source]
     source = cell.source
-    cell.source = re.sub(r"answer=\w+", "answer=8.5", source)
+    where = f"02_interrogate.ipynb cell {nb.cells.index(cell)}"
+    cell.source = re.sub(r"answer=answers\.of\([^)]*\)", "answer=8.5", source)
     assert _application_problems("02_interrogate.ipynb", nb) == [
-        f"02_interrogate.ipynb cell {nb.cells.index(cell)}: the answer must be the run's value, "
-        "not a literal"]
+        f"{where}: the answer must be the run's value, not a literal"]
+    out_of_sight = (f"{where}: compute the answer out of sight, as "
+                    "answers.of('02-scopes', <the run's objects>)")
+    for giveaway in ("len(answer.trace.searched_scopes)", "scopes_read",
+                     'answers.of("02-scopes", answer.trace)', 'answers.of("02-other", answer)'):
+        cell.source = re.sub(r"answer=answers\.of\([^)]*\)", f"answer={giveaway}", source)
+        assert _application_problems("02_interrogate.ipynb", nb) == [out_of_sight], giveaway
     cell.source = "# the question was here"
     assert _application_problems("02_interrogate.ipynb", nb) == [
         "02_interrogate.ipynb: no application question (application(...), issue 34 §3)"]
