@@ -10,7 +10,7 @@ needs no server. Answers and predictions go to the learner's progress record
     quiz("03", bureau)             # the lesson's questions, one "Check" button each
     predict("08-inside-run", bureau, "What will the answer say?")
     reveal("08-inside-run", bureau, answer.text)   # after the run: the guess beside the value
-    application("02-latency", bureau, "How many ms?", answer=median_ms, tolerance=1, unit="ms")
+    application("02-scopes", bureau, "How many scopes?", answer=answers.of("02-scopes", answer))
 """
 
 from __future__ import annotations
@@ -331,8 +331,9 @@ class ApplicationState:
 def application(item: str, bureau: Bureau | None, question: str, answer: float | str, *,
                 tolerance: float = 0.0, unit: str = "") -> W.VBox:
     """An application question: a number (or a short reading) from the lesson's own output,
-    checked against ``answer``, the value this run produced (pass the run's variable, never a
-    literal: the figure above and the check must be the same run's).
+    checked against ``answer``, the value this run produced (never a literal: the figure above
+    and the check must be the same run's; a lesson passes ``answers.of(item, <the run's
+    objects>)`` from :mod:`bureau.course.answers`, so its code does not spell the answer out).
 
     A number is right within ``tolerance`` (give one that covers how the output rounds it);
     "25.5", "25.5 %" and "25,5" all read. A wrong try gets "higher" or "lower", and the value
