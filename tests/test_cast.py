@@ -102,3 +102,17 @@ def test_cast_shows_who_plays_which_part():
     html = cast._repr_html_()
     assert "bureau-cast" in html and "<code>cast.witness</code>" in html and "suspect" in html
     assert "witness=suspect" in repr(cast)
+
+
+def test_the_legend_maps_the_texts_names_onto_the_case_s_roles():
+    """Issue 48 §5: the prose names the safe combination's roles; the legend a lesson prints
+    first says which role plays each in another case, and nothing to map in the default one."""
+    assert Cast.of(load_scenario("safe-combination")).legend() == (
+        "Your case: The safe combination. Its roles are the ones the text names.")
+    ward = Cast.of(load_scenario("ward-seven")).legend()
+    assert ward.startswith("Your case: Ward seven.")
+    for story, role in (("informant", "patient"), ("detective", "pharmacist"),
+                        ("suspect", "nurse")):
+        assert f"the {story} is the {role}" in ward
+    mole = Cast.of(load_scenario("the-mole")).legend()
+    assert "the suspect is the harbourmaster" in mole and "the detective is the" not in mole

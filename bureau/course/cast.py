@@ -59,6 +59,10 @@ def scenario_of(case_or_scenario: Case | Scenario) -> Scenario:
     return case_or_scenario.scenario
 
 
+STORY_NAMES = ("informant", "detective", "suspect")
+"""The names the lessons' prose and code give the holder, the asker and the witness."""
+
+
 @dataclass(frozen=True)
 class Cast:
     """The parts of the lessons' story, each played by a role or a seed card of one scenario."""
@@ -72,6 +76,8 @@ class Cast:
     evidence: Fact
     spare: Fact
     decoy: Fact | None = None
+    title: str = ""
+    """The scenario's title, as the console and the case file show it."""
 
     @property
     def mole(self) -> str | None:
@@ -103,6 +109,18 @@ class Cast:
         same Python names, which is what lets CI run a lesson with ``-p scenario the-mole``.
         """
         return self.holder, self.outsider, self.witness
+
+    def legend(self) -> str:
+        """The line a lesson prints first: the lessons' prose names the safe combination's roles
+        (informant, detective, suspect); under another scenario it says which role plays each, so
+        the text reads true whatever case runs (issue 48 §5)."""
+        names = dict(zip(STORY_NAMES, self.story_roles(), strict=True))
+        case = f"Your case: {self.title or self.scenario_id}."
+        if all(story == role for story, role in names.items()):
+            return f"{case} Its roles are the ones the text names."
+        pairs = ", ".join(f"the {story} is the {role}" for story, role in names.items()
+                          if story != role)
+        return f"{case} The text names the safe combination's roles; in yours {pairs}."
 
     def parts(self) -> list[tuple[str, str]]:
         """``(part, who or which card)`` rows, in the order the lessons meet them."""
@@ -234,5 +252,5 @@ def _cast(s: Scenario) -> Cast:
     return Cast(
         scenario_id=s.id, roles=tuple(roles), secret=secret, outsider=outsider,
         bystander=bystander, testimony=testimony, evidence=evidence, spare=spare,
-        decoy=_fact(s, decoys[0]) if decoys else None,
+        decoy=_fact(s, decoys[0]) if decoys else None, title=s.title,
     )
