@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make lab    create .venv if needed, then open the course in JupyterLab (embedded seekdb, offline)
 #   make test   create .venv if needed, then run the whole test suite
-#   make check  lint plus the tests that need neither the store nor the model (under a minute)
+#   make check  lint plus the tests that need neither the store nor the model (2-3 minutes)
 #   make site   the course as a static site, from freshly executed lessons (build/site/html)
 PYTHON ?= python3
 VENV   ?= .venv

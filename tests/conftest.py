@@ -42,15 +42,15 @@ _CHILD_STORES = (r"\b(Bureau\.open|run_python|finish|execute_notebook|opener)\s*
 _CHILDREN = (r"\bsubprocess\.(run|Popen|check_call|check_output)\(\s*\[\s*(sys\.executable|str\("
              r"Path\(sys\.executable\))|\b(start_server|_server_account)\s*\(|\bLocalVoice\.of\(|\bBUREAU_VOICE_GGUF\b")
 """A child Python process (a store of its own, a hub, a lab, the local voice's model server), a
-seekdb server or the server's system account: never in the quick loop (`make check` stays under
-a minute and starts no store, hub or browser, and creates no account)."""
+seekdb server or the server's system account: never in the quick loop (`make check` stays a few
+minutes on a 2-core machine, starts no store, hub or browser, and creates no account)."""
 STORAGE_CALLS = re.compile(rf"{_CHILD_STORES}|{_CHILDREN}|\b(open_store|MemoryGateway)\s*\(")
 """In-process or child-process stores: a child started by ``run_python``/``finish`` opens its
 own, a lesson run by papermill one in its kernel, ``python -m bureau[.leakage] ...`` one more."""
 MODEL_CALLS = re.compile(rf"{_CHILD_STORES}|\b(MiniLMEncoder|shared_minilm)\s*\(")
 SLOW_FILES = {"test_run_all", "test_install"}
 """Whole runs in child processes (run_all.sh's stages, a wheel build and a fresh venv): marked
-``slow`` as well as what they need, so `make check` stays under a minute."""
+``slow`` as well as what they need, so `make check` stays a few minutes."""
 AREAS = {
     "publish": r"test_(publish_\w+|saga_story)",
     "mediation": r"test_(mediation_\w+|policy_\w+|leakage_mediated|outward_views|revocation_cascade)",

@@ -17,6 +17,7 @@ from bureau.course.closing import (
     PEER_STYLE_TOOLS,
     SOLUTION,
     check_wired_agent,
+    holes_said,
     identity_fields,
     owners_seen,
     peer_reports,
@@ -51,10 +52,47 @@ def test_an_unverified_citation_stays_out_of_the_lesson_and_the_figure():
     assert "letta-ai/letta-code#4267" not in set(shown["ref"])
     assert "letta-ai/letta-code#4267" in set(peer_reports(unverified=True)["ref"])
     fig = plot_peer_reports(shown)
-    holes = int((shown["kind"] != "rfc").sum())
+    reports = int((shown["kind"] != "rfc").sum())
     bars = sum(p.get_width() for p in fig.axes[0].patches)
-    assert bars == holes and f"all {holes} cited reports" in fig.axes[0].get_title()
+    assert bars == reports and f"{reports} cited reports" in fig.axes[0].get_title()
     assert "microsoft/autogen#7748" in set(shown["ref"])  # listed, as an RFC, not counted
+
+
+def test_a_bug_and_its_fix_are_one_hole_in_the_figure_and_its_title():
+    """Issue 50 §4: a fix that names the cited report of its hole is not a second hole; the
+    figure hatches it on its bar and the title counts holes beside reports. A fix naming a
+    report that is not listed counts as a hole of its own."""
+    shown = peer_reports()
+    fixes = shown.set_index("ref")["fixes"]
+    assert fixes["mem0ai/mem0#4245"] == "mem0ai/mem0#3998" and fixes.drop(
+        "mem0ai/mem0#4245").isna().all()
+    reports = int((shown["kind"] != "rfc").sum())
+    assert holes_said(shown).startswith(f"{reports} cited reports on {reports - 1} holes (")
+    ax = plot_peer_reports(shown).axes[0]
+    assert f"{reports} cited reports, {reports - 1} holes" in ax.get_title()
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == 1 and hatched[0].get_width() == 1
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "a report of a hole", "the fix of a hole another cited report describes"]
+    alone = shown[shown["ref"] != "mem0ai/mem0#3998"]  # the fix's bug not listed
+    ax = plot_peer_reports(alone).axes[0]
+    assert not [p for p in ax.patches if p.get_hatch()] and ax.get_legend() is None
+    assert holes_said(alone) == f"{reports - 1} cited reports on {reports - 1} holes"
+
+
+def test_the_loop_lesson_09_offers_to_copy_is_as_long_as_it_says():
+    """Issue 50 §4: lesson 09 gives the length of ``run_tool_loop``, the part to copy; the
+    number holds against the source (within 10 %)."""
+    import inspect
+
+    import nbformat
+
+    cells = nbformat.read(REPO / "notebooks" / "09_closing.ipynb", as_version=4).cells
+    text = next(c.source for c in cells if "bureau/agents/loop.py" in c.source
+                and "lines" in c.source)
+    said = int(re.search(r"(\d+) lines", text).group(1))
+    lines = len(inspect.getsourcelines(run_tool_loop)[0])
+    assert abs(said - lines) <= 0.1 * lines, (said, lines)
 
 
 def test_every_framework_says_who_picks_the_scope_and_where_it_is_said():

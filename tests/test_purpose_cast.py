@@ -53,6 +53,18 @@ def test_every_scenario_casts_lesson_07_from_its_labels(scenario_id):
     assert {name for name, _ in cast.requests().values()} <= roles | PRINCIPALS
 
 
+def test_each_request_asks_for_the_purpose_its_label_names():
+    """Issue 50 §4: the press's story is not an investigation. Every request's purpose is the
+    one its label says (the five labels are what the learner predicts from)."""
+    requests = PurposeCast.of(load_scenario("safe-combination")).requests()
+    purposes = {who: kwargs.get("purpose") for who, (_, kwargs) in requests.items()}
+    assert purposes == {"the informant, for itself": None,
+                        "the detective, investigating": "investigation",
+                        "the chief, reviewing the investigation": "investigation",
+                        "the press, for a story": "publication",
+                        "the detective, gossiping": "gossip"}
+
+
 def test_a_scenario_without_policy_labels_is_refused_with_what_it_needs():
     """The README's minimal example carries no labels: lesson 07 says which it needs."""
     text = (REPO / "scenarios" / "README.md").read_text(encoding="utf-8")

@@ -644,3 +644,25 @@ def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
     exec(SOLUTION, ns)
     verdict = check("07-forget-for-good", case, ns["my_card"])
     assert verdict.ok, verdict.message
+
+
+def test_lesson_07bs_sentence_reads_the_canary_table():
+    """Issue 50 §3: the deep dive says where each canary was found from its own table, in
+    words (the redo log), so its prose never names a file the run did not find."""
+    import pandas as pd
+
+    from bureau.course.forgetting import file_kind, said
+
+    table = pd.DataFrame([
+        {"setting": "unsealed", "forgotten": "yes", "key left in the key store": False,
+         "files holding the canary": "seekdb/store/redo/sys/log_stream/log/0, "
+                                     "seekdb/store/sstable/block_3"},
+        {"setting": "sealed", "forgotten": "yes", "key left in the key store": False,
+         "files holding the canary": "none"}])
+    assert said(table).splitlines() == [
+        "Unsealed, the forgotten canary is still in 2 files (a data file, the redo log); it "
+        "never had a key.",
+        "Sealed, the forgotten canary is in no file; the key store holds no key for it."]
+    assert file_kind("seal.keys/ab/cd") == "the key store" and file_kind("odd/file") == "odd/file"
+    note = pd.DataFrame([{"note": "your memory lives on the classroom server"}])
+    assert said(note) == "your memory lives on the classroom server"

@@ -125,27 +125,62 @@ def peer_reports(*, unverified: bool = False) -> pd.DataFrame:
     df = pd.DataFrame(list(_peers()["reports"]))
     if not unverified:
         df = df[df["verified"]]
+    if "fixes" not in df.columns:
+        df["fixes"] = None
     df = df.assign(**{"where the scope came from": df["cause"].map(CAUSES),
                       "what the bureau does instead": df["cause"].map(BUREAU_ANSWER)})
     return df[["project", "ref", "kind", "year", "what", "where the scope came from",
-               "what the bureau does instead", "url"]].reset_index(drop=True)
+               "what the bureau does instead", "fixes", "url"]].reset_index(drop=True)
+
+
+def refixes(df: pd.DataFrame) -> pd.Series:
+    """Which rows are the fix of a hole another listed report describes (``fixes`` names a
+    ``ref`` of ``df``): that hole is one hole, not two."""
+    fixes = df["fixes"] if "fixes" in df.columns else pd.Series(None, index=df.index)
+    return fixes.isin(set(df["ref"])) & (df["kind"] == "fix")
+
+
+def holes_said(df: pd.DataFrame | None = None) -> str:
+    """``9 cited reports on 8 holes (a/b#2 is the fix of a/b#1: one hole, two reports)``: the
+    reports of a hole (RFCs aside), and how many holes they describe."""
+    df = peer_reports() if df is None else df
+    reports = df[df["kind"] != "rfc"]
+    again = reports[refixes(reports)]
+    pairs = ", ".join(f"{r['ref']} is the fix of {r['fixes']}" for _, r in again.iterrows())
+    return (f"{len(reports)} cited reports on {len(reports) - len(again)} holes"
+            + (f" ({pairs}: one hole, two reports)" if len(again) else ""))
 
 
 def plot_peer_reports(df: pd.DataFrame | None = None):
-    """One bar per cause over the verified reports of a hole (RFCs have none); the title
-    states what the cited reports share."""
+    """One bar per cause over the verified reports of a hole (RFCs have none), a fix of a hole
+    another cited report describes hatched on its bar; the title counts reports and holes and
+    states what they share (issue 50 §4: a bug and its fix are one hole)."""
     from ..figures import new_figure
 
     df = peer_reports() if df is None else df
-    holes = df[df["kind"] != "rfc"]
-    counts = holes["where the scope came from"].value_counts().sort_values()
+    reports = df[df["kind"] != "rfc"]
+    again = refixes(reports)
+    cause = "where the scope came from"
+    order = reports[cause].value_counts().sort_values().index
+    first = reports[~again][cause].value_counts().reindex(order, fill_value=0)
+    fixes = reports[again][cause].value_counts().reindex(order, fill_value=0)
     fig = new_figure(8, 3, layout="tight")
     ax = fig.add_subplot()
-    ax.barh(counts.index, counts.values, color="#8c6d31")
-    ax.set_xlabel(f"cited reports (of {len(holes)}; a catalogue, not a survey)")
-    ax.set_ylabel("where the scope came from")
-    ax.set_title(f"In all {len(holes)} cited reports, the scope came from the caller or from "
-                 "nowhere")
+    ax.barh(order, first.values, color="#8c6d31", label="a report of a hole")
+    if fixes.any():
+        some = fixes > 0
+        ax.barh(order[some.values], fixes[some].values, left=first[some].values,
+                color="#8c6d31", alpha=0.45,
+                hatch="//", edgecolor="white",
+                label="the fix of a hole another cited report describes")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False,
+                  ncol=2)
+    holes = len(reports) - int(again.sum())
+    ax.set_xlabel(f"cited reports (of {len(reports)}, on {holes} holes; a catalogue, not a "
+                  "survey)")
+    ax.set_ylabel(cause)
+    ax.set_title(f"{len(reports)} cited reports, {holes} holes: in every one the scope came "
+                 "from the caller or from nowhere")
     ax.xaxis.get_major_locator().set_params(integer=True)
     return fig
 

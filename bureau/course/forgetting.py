@@ -3,7 +3,8 @@ run in a child process) on the learner's data directory, so the notebook stays t
 
 * :func:`forget_and_look` -- one canary card written with sealing off and one with it on, each
   forgotten at once (``case.forget``), then every file of the data directory read for the
-  canaries' tokens, as the observer who copies the disk would (``grep -rlaF``);
+  canaries' tokens, as the observer who copies the disk would (``grep -rlaF``); :func:`said`
+  reads its table in a sentence (which kind of file still held each canary);
 * the exercise ``07-forget-for-good``: forget a card of your own; the check finds the card gone
   on every read path and its key gone from the key store.
 
@@ -53,6 +54,35 @@ def forget_and_look(case: Any, role: str | None = None) -> pd.DataFrame:
     finally:
         bureau.delete_case(scratch.id)
     return pd.DataFrame(rows)
+
+
+FILE_KINDS = (("/redo/", "the redo log"), ("seal.keys", "the key store"),
+              ("ledger", "the ledger"), ("/sstable", "a data file"), ("/clog/", "the commit log"),
+              ("/slog/", "the storage log"))
+"""Path pieces that name what a file of the data directory is (the first that matches)."""
+
+
+def file_kind(path: str) -> str:
+    """What a data-directory file is, in words (``the redo log``); the path itself otherwise."""
+    return next((kind for piece, kind in FILE_KINDS if piece in f"/{path}"), path)
+
+
+def said(table: pd.DataFrame) -> str:
+    """The canary table of :func:`forget_and_look` in one sentence per setting, from the run:
+    where each forgotten canary was still found, and whether the key store kept its key."""
+    if "setting" not in table.columns:
+        return str(table.iloc[0, 0]) if len(table) else ""
+    lines = []
+    for _, row in table.iterrows():
+        found = [f for f in str(row["files holding the canary"]).split(", ") if f != "none"]
+        kinds = sorted({file_kind(f) for f in found})
+        where = (f"still in {len(found)} file{'s' if len(found) != 1 else ''} "
+                 f"({', '.join(kinds)})" if found else "in no file")
+        key = ("the key store kept its key" if row["key left in the key store"] else
+               "it never had a key" if row["setting"] == "unsealed" else
+               "the key store holds no key for it")
+        lines.append(f"{row['setting'].capitalize()}, the forgotten canary is {where}; {key}.")
+    return "\n".join(lines)
 
 
 FIND = r"""

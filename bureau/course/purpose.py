@@ -116,7 +116,7 @@ class PurposeCast:
             "the chief, reviewing the investigation": ("chief", {"recipient": "human-reviewer",
                                                                  "purpose": "investigation"}),
             "the press, for a story": ("press", {"recipient": "external",
-                                                 "purpose": "investigation"}),
+                                                 "purpose": "publication"}),
             f"the {c}, gossiping": (c, {"recipient": "other-agent", "purpose": "gossip"}),
         }
 
