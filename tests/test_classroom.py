@@ -171,10 +171,10 @@ def test_the_learners_tenants_hold_their_own_cases_and_progress_only(learned):
         assert learned[other]["own_case"] not in r["cases"]
         assert r["board"] == [SECRETS[me]]  # the same case id, each tenant its own board
         counts = r["shared_stage"]["private_counts"]
-        assert counts == {"detective": 2, "informant": 3, "suspect": 1}  # 2 + 1 seeded, 1 whispered
+        assert counts == {"detective": 2, "informant": 3, "suspect": 2}  # the seeds (the decoy too) and one whisper
         assert r["progress"] == sorted([f"01-{me}", "q01-1"])
         assert {(c["case"], c["status"], c["moves"], c["rules kept"]) for c in r["cases_table"]} \
-            == {(SHARED_CASE, "open", 14, "3/3"), (r["own_case"], "lost", 1, "2/3")}
+            == {(SHARED_CASE, "open", 14, "4/4"), (r["own_case"], "lost", 1, "2/3")}
         text = json.dumps(r)
         assert SECRETS[other] not in text and learned[other]["own_case"] not in r["repair"]
 
@@ -342,7 +342,7 @@ def test_the_instructor_reads_numbers_and_never_text(classroom, learned):
         assert r["roles"] == learned[me]["shared_stage"]["private_counts"] and r["board"] == 1
         # Their cases at their newest scores: the shared one open, the-mole lost (the decoy).
         assert (r["cases_solved"], r["cases_lost"], r["cases_open"]) == (0, 1, 1)
-        assert (r["case_moves"], r["rules_kept"], r["rules"]) == (15, 5, 6)
+        assert (r["case_moves"], r["rules_kept"], r["rules"]) == (15, 6, 7)
     # A learner writes a hostile case id into their own tenant: it shows escaped, as text.
     conn = _login(classroom, "ben")
     with conn.cursor() as cur:
@@ -360,7 +360,7 @@ def test_the_instructor_reads_numbers_and_never_text(classroom, learned):
         cf = load_scenario(scenario).case_file
         texts = [cf.goal, cf.question, *cf.answer, *(rule.why for rule in cf.never)]
         assert not [t for t in texts if t in page or html.escape(t) in page]
-    assert 'class="cases-lost">1<' in page and 'class="rules">5/6<' in page
+    assert 'class="cases-lost">1<' in page and 'class="rules">6/7<' in page
 
 
 HUGE = 200_000

@@ -183,7 +183,9 @@ def test_listing_and_counting_stay_inside_the_case(bureau, case):
     other = bureau.load_scenario("safe-combination")
     try:
         other.whisper("detective", "A fact that only the other case holds.", topic="other")
-        assert bureau.gateway.count(case.space) == 5 and bureau.gateway.count(other.space) == 6
+        seeds = sum(len(m) for m in case.scenario.memories.values())  # six in the safe combination, its decoy included
+        assert bureau.gateway.count(case.space) == seeds
+        assert bureau.gateway.count(other.space) == seeds + 1
         assert {c.case_id for c in bureau.gateway.list(case.space)} == {case.id}
         assert all("other case" not in c.content for c in bureau.gateway.list(case.space))
     finally:
@@ -208,7 +210,8 @@ def test_threads_are_serialised_not_crashing(bureau, case):
     for t in threads:
         t.join()
     assert errors == []
-    assert bureau.gateway.count(case.space, "suspect") == 1 + 8 * 5
+    seeds = len(case.scenario.memories.get("suspect", []))
+    assert bureau.gateway.count(case.space, "suspect") == seeds + 8 * 5
 
 
 def test_purge_removes_every_card_and_verifies(bureau):
@@ -216,7 +219,7 @@ def test_purge_removes_every_card_and_verifies(bureau):
     case.publish("informant", case.seed_card("safe-code").id)
     for i in range(30):
         case.whisper("detective", f"Filler note {i} about the garden shed.", topic="filler")
-    assert case.reset() == 5 + 1 + 30
+    assert case.reset() == sum(len(m) for m in case.scenario.memories.values()) + 1 + 30
     assert bureau.gateway.count(case.space) == 0
     assert bureau.ledger.publishes.all(case.id) == []
     bureau.delete_case(case.id)

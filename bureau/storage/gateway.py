@@ -43,20 +43,17 @@ from ..settings import Settings
 from ..tiers.provenance import read_labels
 from . import reconnect
 from .diskspace import check_writable, explain_write_failure
+from .purge import purge_rows
 from .rows import META_KEYS
 from .rows import check_row as _check_row
 from .rows import ids_of as _ids
-from .rows import sql_name as _sql_name
 from .rows import ts_text as _ts
 from .scope_search import ScopeSearch
 from .sealed_writes import check_seal_keys, write_sealed
 from .setup import LOCK, open_store, sql_engine, store_key
-from .statements import statements
-
-PURGE_BATCH = 1000
-"""Rows one purge statement deletes: well inside a statement's bound (:mod:`bureau.bounds`)."""
 
 log = logging.getLogger(__name__)
+
 
 class MemoryGateway:
     """Scoped access to the card store. Obtain it with :meth:`open`, never construct twice."""
@@ -287,7 +284,7 @@ class MemoryGateway:
     def _purge_space(self, uid: str, max_rounds: int) -> int:
         with self._writing(guard=False), LOCK:
             self.sealer.forget_namespace(uid)  # every key of the namespace first
-            deleted, left = self._purge_rows(uid, None, max_rounds)
+            deleted, left = purge_rows(self, uid, None, max_rounds)
         if left:
             raise BoundaryViolation(f"{left} cards of {uid} survived deletion.")
         return deleted
@@ -298,67 +295,10 @@ class MemoryGateway:
         _, uid = _ids(case)
         with self._writing(guard=False), LOCK:
             self.sealer.forget_scope(uid, owner)  # the scope's keys first
-            deleted, left = self._purge_rows(uid, owner, max_rounds)
+            deleted, left = purge_rows(self, uid, owner, max_rounds)
         if left:
             raise BoundaryViolation(f"{left} cards of {uid}/{owner} survived deletion.")
         return deleted
-
-    def _purge_rows(self, uid: str, owner: str | None, max_rounds: int) -> tuple[int, int]:
-        """Delete the rows of a namespace (``owner`` None) or of one scope in it; returns
-        (deleted, left over). The caller holds the lock and has destroyed the keys first.
-
-        A statement deletes :data:`PURGE_BATCH` rows by their scope (the ``WHERE`` that names
-        it is the boundary; names are validated, :func:`.rows.sql_name`). PowerMem's way was a
-        read of 500 rows and a read-then-delete per card: ~7 ms a card, 3.5 of the injection
-        lab's 22 s for one scenario (profiled, issue 47). Without an SQL engine, that way."""
-        if sql_engine(self.memory) is None:
-            return self._purge_rows_one_by_one(uid, owner, max_rounds)
-        table = self.settings.collection
-        where = f"`user_id` = {_sql_name(uid)}"
-        if owner is not None:
-            where += f" AND `agent_id` = {_sql_name(owner)}"
-        owners: list[str] = [] if owner is None else [owner]
-        try:
-            with statements(self.memory) as conn:
-                if owner is None:
-                    owners = [str(r[0]) for r in conn.rows(
-                        f"SELECT DISTINCT `agent_id` FROM `{table}` WHERE {where}")]
-                before = left = int(conn.rows(f"SELECT COUNT(*) FROM `{table}` WHERE {where}")[0][0])
-                for _ in range(max_rounds):
-                    if not left:
-                        break
-                    conn.run(f"DELETE FROM `{table}` WHERE {where} LIMIT {PURGE_BATCH}")
-                    conn.commit()
-                    left = int(conn.rows(f"SELECT COUNT(*) FROM `{table}` WHERE {where}")[0][0])
-        finally:
-            if owner is None:
-                self.scope_search.wrote_space(uid, owners)
-            else:
-                self.scope_search.wrote(uid, owner, forget=True)
-        return before - left, left
-
-    def _purge_rows_one_by_one(self, uid: str, owner: str | None,
-                               max_rounds: int) -> tuple[int, int]:
-        deleted, owners = 0, []
-        try:
-            for _ in range(max_rounds):
-                rows = self.memory.get_all(user_id=uid, agent_id=owner, limit=500,
-                                           offset=0)["results"]
-                if not rows:
-                    break
-                for row in rows:
-                    _check_row(row, uid, owner, "purge")
-                    owners.append(str(row.get("agent_id")))
-                    if self.memory.delete(int(row["id"]), user_id=uid,
-                                          agent_id=row.get("agent_id")):
-                        deleted += 1
-        finally:
-            if owner is None:
-                self.scope_search.wrote_space(uid, owners)
-            else:
-                self.scope_search.wrote(uid, owner, forget=True)
-        left = int(self.memory.count_all(user_id=uid, agent_id=owner))
-        return deleted, left
 
     # -- reads -------------------------------------------------------------------------------
     def embed_query(self, text: str) -> tuple[np.ndarray, float]:
