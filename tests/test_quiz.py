@@ -154,7 +154,7 @@ def test_a_record_that_cannot_be_written_does_not_stop_the_lesson(tmp_path):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")
     progress.record(blocked, "quiz", "q01-1", True)  # no exception
-    assert progress.progress_table(blocked).empty
+    assert progress.progress_table(blocked)["quiz answered"].sum() == 0  # every row empty
     with pytest.raises(ValueError):
         progress.record(tmp_path, "grade", "q01-1", True)
 
