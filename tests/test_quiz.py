@@ -143,7 +143,7 @@ def test_checks_and_predictions_are_recorded(bureau, case):
         "You predicted: The answer will quote the page but not call it known.",
         "This run:      quoted as untrusted"]
     assert "<b>This run:</b> quoted as untrusted" in shown._repr_html_()
-    assert "none saved" in repr(reveal("08-never-predicted", bureau, 1))
+    assert repr(reveal("08-never-predicted", bureau, 1)).startswith("Predict first:")
     after_00, after_08 = _row(bureau, "00"), _row(bureau, "08")
     assert after_00["check attempts"] - before_00["check attempts"] == 2
     assert after_00["checks passed"] == max(1, before_00["checks passed"])  # one distinct id

@@ -22,6 +22,10 @@ Why it is built this way:
   prompt; an application question as its question with the value this page's run produced in a
   fold (``bureau.course.quiz.application_html``); a widget that only displays HTML (lesson 00's
   environment report, an X-ray) as that HTML, from its saved state. Only a widget with controls and no picture is left a one-line note.
+* **Reveals folded.** A reveal (``bureau.course.quiz.reveal``) is this run's value folded in a
+  ``<details>``, with nothing about predicting or saving (the run behind the site saved no
+  prediction, so in the notebook its reveal says how to predict first): rebuilt from the metadata
+  the reveal leaves on its output; a reveal left unfolded or talking about saving stops the build.
 * **Lessons listed once.** The index's lesson list is generated from ``tools/nbtool.py``'s
   ``COURSE`` (the time every lesson header and the instructor kit show) and each lesson header's
   "You will be able to…"; deep dives are listed apart, marked, outside the total; with a launch link per lesson for Binder (which builds
@@ -386,6 +390,51 @@ def place_pictures(nb: nbformat.NotebookNode, lesson: str,
     return replaced, placed
 
 
+# -- reveals ----------------------------------------------------------------------------------------
+REVEAL_HTML = re.compile(r'<div class="bureau-reveal"')
+REVEAL_SAVING = re.compile(r"\bsav(?:e|ed|ing)\b|none saved|predict first", re.IGNORECASE)
+"""What a reveal on the site must not say: a reader of the site has no box to save a guess in."""
+
+
+def fold_reveals(nb: nbformat.NotebookNode) -> int:
+    """Show every reveal (``bureau.course.quiz.reveal``) the site's way: the run's value folded,
+    nothing about predicting or saving (the run the site shows had no prediction saved, so its
+    reveal said "Predict first"). Read from the metadata the reveal left on its output; returns
+    how many were folded."""
+    from bureau.course.quiz import REVEAL_METADATA, reveal_site_html
+
+    folded = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            meta = out.get("metadata", {}).get(REVEAL_METADATA)
+            if not meta or "data" not in out:
+                continue
+            run = meta.get("this_run")
+            out["data"] = nbformat.from_dict({
+                "text/html": reveal_site_html(str(meta.get("item", "")), run),
+                "text/plain": f"This run: {run if run is not None else 'the output above'}"})
+            out["metadata"].pop(REVEAL_METADATA)
+            folded += 1
+    return folded
+
+
+def reveal_problems(nb: nbformat.NotebookNode, lesson: str) -> list[str]:
+    """Every reveal of ``nb`` that would reach the site unfolded or talking about saving."""
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            shown = out.get("data", {}).get("text/html", "") if "data" in out else ""
+            shown = "".join(shown) if isinstance(shown, list) else str(shown)
+            if not REVEAL_HTML.search(shown):
+                continue
+            if re.search(r"<details(?![^>]*\bopen\b)[^>]*>", shown) is None:
+                found.append(f"{lesson}: a reveal is not folded: {shown[:120]!r}")
+            elif REVEAL_SAVING.search(re.sub(r"<[^>]+>", " ", shown)):
+                found.append(f"{lesson}: a reveal talks about saving a prediction: "
+                             f"{shown[:120]!r}")
+    return found
+
+
 def refresh_pictures(screenshots: Path = SCREENSHOTS, manifest: Path = MANIFEST) -> list[str]:
     """Copy each manifest screenshot into site/widgets, narrowed and palette-quantised.
 
@@ -571,7 +620,8 @@ def site_anchors(markdown: str) -> str:
 
 def assemble(executed: Path, src: Path, scrub: Scrubber,
              pictures: list[Picture]) -> list[str]:
-    """Lay out the Sphinx source folder; returns the manifest entries that matched no widget."""
+    """Lay out the Sphinx source folder; returns what stops the build: a manifest entry that
+    matched no widget, a reveal that would reach the site unfolded."""
     if src.exists():
         shutil.rmtree(src)
     (src / "lessons").mkdir(parents=True)
@@ -592,15 +642,18 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
             (src / "lessons" / page).write_text(scrub.text(text), encoding="utf-8")
     unmatched: list[Picture] = [p for p in pictures
                                 if not (executed / p.lesson).is_file()]
+    found: list[str] = []
     for path in lessons(executed):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
             cell.source = for_reader(cell)
         _, placed = place_pictures(nb, path.name, pictures)
         unmatched += [p for p in pictures if p.lesson == path.name and p not in placed]
+        fold_reveals(nb)
+        found += reveal_problems(nb, path.name)
         nbformat.write(scrub.notebook(nb), src / "lessons" / path.name)
-    return [f"{p.file}: no widget with class {p.widget!r} in {p.lesson} "
-            f"(fix site/widgets/{MANIFEST.name})" for p in unmatched]
+    return found + [f"{p.file}: no widget with class {p.widget!r} in {p.lesson} "
+                    f"(fix site/widgets/{MANIFEST.name})" for p in unmatched]
 
 
 def render(src: Path, html: Path) -> None:
