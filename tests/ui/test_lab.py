@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("playwright", reason="Playwright is not installed (pip install -e '.[ui]')")
 from playwright.sync_api import expect  # noqa: E402
 
+from bureau.course.quiz import PREDICT_FIRST  # noqa: E402
 from tests.ui.conftest import picture  # noqa: E402
 
 pytestmark = pytest.mark.ui
@@ -57,6 +58,14 @@ def test_lesson_00_runs_and_shows_its_console(page, lab, screenshot_dir):
     expect(console.locator(".bureau-case-file")).to_contain_text("detective cannot answer yet")
     lab.settle(page)
     picture(console, screenshot_dir / "lab-00-console.png")
+    # Run All went past the prediction box: the reveal says how to predict first, in one line,
+    # and the run's answer waits in a closed fold.
+    reveal = page.locator(".bureau-reveal")
+    expect(reveal).to_have_count(1)
+    expect(reveal.locator(".bureau-reveal-first")).to_have_text(PREDICT_FIRST)
+    expect(reveal.locator("details")).to_have_count(1)
+    assert reveal.locator("details").evaluate("d => !d.open")
+    expect(reveal.locator("details p")).not_to_be_visible()
     lab.shutdown_kernel(page)
 
 
