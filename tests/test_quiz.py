@@ -231,7 +231,7 @@ def test_checks_and_predictions_are_recorded(bureau, case):
         "You predicted: The answer will quote the page but not call it known.",
         "This run:      quoted as untrusted"]
     assert "<b>This run:</b> quoted as untrusted" in shown._repr_html_()
-    assert "none saved" in repr(reveal("08-never-predicted", bureau, 1))
+    assert repr(reveal("08-never-predicted", bureau, 1)).startswith("Predict first:")
     after_00, after_08 = _row(bureau, "00"), _row(bureau, "08")
     assert after_00["check attempts"] - before_00["check attempts"] == 2
     assert after_00["checks passed"] == max(1, before_00["checks passed"])  # one distinct id
@@ -242,7 +242,7 @@ def test_a_record_that_cannot_be_written_does_not_stop_the_lesson(tmp_path):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")
     progress.record(blocked, "quiz", "q01-1", True)  # no exception
-    assert progress.progress_table(blocked).empty
+    assert progress.progress_table(blocked)["quiz answered"].sum() == 0  # every row empty
     with pytest.raises(ValueError):
         progress.record(tmp_path, "grade", "q01-1", True)
 

@@ -635,14 +635,14 @@ def test_lesson_07s_look_at_the_disk_and_its_exercise(bureau, case):
     assert table.loc["unsealed", "files holding the canary"] != "none"
     assert table.loc["sealed", "files holding the canary"] == "none"
     assert not table["key left in the key store"].any()
-    assert not check("07-forget-for-good", case, None)
+    assert not check("07b-forget-for-good", case, None)
     kept = case.whisper("detective", "The gate sticks in the rain.")
-    assert "still there" in check("07-forget-for-good", case, kept.id).message
+    assert "still there" in check("07b-forget-for-good", case, kept.id).message
     case.revoke(kept.id)
-    assert "revoked, not forgotten" in check("07-forget-for-good", case, kept.id).message
+    assert "revoked, not forgotten" in check("07b-forget-for-good", case, kept.id).message
     ns = {"case": case, "cast": PurposeCast.of(case)}
     exec(SOLUTION, ns)
-    verdict = check("07-forget-for-good", case, ns["my_card"])
+    verdict = check("07b-forget-for-good", case, ns["my_card"])
     assert verdict.ok, verdict.message
 
 

@@ -355,3 +355,80 @@ def test_an_application_question_reads_as_text_with_the_runs_value_folded():
     assert "On this page&#x27;s run: 9 ms" in fold or "On this page's run: 9 ms" in fold
     assert "9 ms" not in shown.replace(fold, "")
     assert out["data"]["text/plain"].endswith("On this page's run: 9 ms")
+
+
+# -- a picture is of its own lesson's run (issue 50 §1) -------------------------------------------
+def _console_run(moves: str, cards: list[str]) -> nbformat.NotebookNode:
+    """A lesson whose run leaves a console: its case file's moves and a space's cards."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("console, ui = make_console(bureau, case)\nconsole")
+    cell.outputs = [_widget_output("c1")]
+    nb.cells = [cell]
+    cards_html = "".join(f'<div class="bureau-card">{c}</div>' for c in cards)
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": {
+        "c1": {"model_name": "VBoxModel", "state": {"_dom_classes": ["bureau-console"],
+                                                    "children": ["IPY_MODEL_f", "IPY_MODEL_s",
+                                                                 "IPY_MODEL_b"]}},
+        "f": {"model_name": "HTMLModel", "state": {"value": (
+            "<style>.x { color: red }</style><b>Case</b> safe-combination-0d7707<br>"
+            f"Moves allowed: whisper, interrogate, publish · used {moves} · par 3<br>"
+            "Question for <b>detective</b>: What is the combination of the safe?")}},
+        "s": {"model_name": "HTMLModel", "state": {"value": cards_html}},
+        "b": {"model_name": "ButtonModel", "state": {"description": "Whisper"}},
+    }}}
+    return nb
+
+
+def _shows(moves: str, cards: list[str], case: str = "8c0d45") -> str:
+    """What a browser's innerText of such a console reads (another run: another case id)."""
+    return "\n".join(["Case safe-combination-" + case,
+                      f"Moves allowed: whisper, interrogate, publish · used {moves} · par 3",
+                      "Question for detective: What is the combination of the safe?",
+                      "Whisper", *cards])
+
+
+CARDS = ["The hallway camera recorded a figure at 23:40.", "A muddy boot print is a size 43."]
+WHISPERED = [*CARDS, "The informant knows about the safe."]
+
+
+def test_a_picture_of_its_own_lessons_run_passes(tmp_path):
+    runs = {"00_welcome.ipynb": _console_run("1 (interrogate 1)", CARDS),
+            "01_whisper.ipynb": _console_run("1 (whisper 1)", WHISPERED)}
+    (tmp_path / "console-01.txt").write_text(_shows("1 (whisper 1)", WHISPERED))
+    pic = _pic("bureau-console", "console-01.png", lesson="01_whisper.ipynb")
+    assert sitebuild.picture_run_problems(pic, runs, tmp_path) == []
+    share, missing = sitebuild.picture_share(_shows("1 (whisper 1)", WHISPERED),
+                                             sitebuild.run_text(runs["01_whisper.ipynb"],
+                                                                "bureau-console"))
+    assert share == 1.0 and missing == []  # the case id and the time differ, masked
+
+
+def test_a_picture_from_another_lesson_fails(tmp_path):
+    """Lesson 01's console pictured in place of lesson 00's: every line but the moves and the
+    whispered card is the same, so the share alone passes; lesson 01's run matches it better."""
+    runs = {"00_welcome.ipynb": _console_run("1 (interrogate 1)", CARDS),
+            "01_whisper.ipynb": _console_run("1 (whisper 1)", WHISPERED)}
+    (tmp_path / "console-00.txt").write_text(_shows("1 (whisper 1)", WHISPERED))
+    pic = _pic("bureau-console", "console-00.png", lesson="00_welcome.ipynb")
+    found = sitebuild.picture_run_problems(pic, runs, tmp_path)
+    assert len(found) == 2, found
+    assert "not 00_welcome.ipynb's run" in found[0] and "used#(whisper#)" not in found[0]
+    assert "closer to 01_whisper.ipynb's run" in found[1]
+
+
+def test_a_picture_of_an_older_state_or_without_its_text_fails(tmp_path):
+    runs = {"00_welcome.ipynb": _console_run("1 (interrogate 1)", CARDS)}
+    pic = _pic("bureau-console", "console-00.png", lesson="00_welcome.ipynb")
+    assert "no console-00.txt beside it" in sitebuild.picture_run_problems(pic, runs, tmp_path)[0]
+    old = _shows("2 (interrogate 1, publish 1)", ["The safe opens with 0427 (from informant)."])
+    (tmp_path / "console-00.txt").write_text(old)
+    (found,) = sitebuild.picture_run_problems(pic, runs, tmp_path)
+    assert "not 00_welcome.ipynb's run: 50% of its lines" in found, found
+
+
+def test_the_committed_pictures_keep_what_they_show():
+    """Every picture of the manifest has its text beside it (the build compares it with the
+    lesson's run; tests/site/test_widget_pictures.py does it on the built site's runs)."""
+    for pic in sitebuild.load_pictures():
+        shows = sitebuild.picture_text(pic)
+        assert shows and len(sitebuild.picture_lines(shows)) >= 5, pic.file

@@ -467,7 +467,7 @@ def test_a_failing_listener_cannot_break_a_publish(bureau, case):
 
 
 # -- exercises, attacks, environment, plots -------------------------------------------------------
-LESSON_EXERCISES = ["00-counts", "01-gardener", "02-suspect-question", "03-footprint", "04-peek"]
+LESSON_EXERCISES = ["00-counts", "01-gardener", "02-suspect-question", "03-footprint", "04b-peek"]
 """Exercises of lessons 00-04, whose solutions run against a plain safe-combination case."""
 SCENARIO_EXERCISES = ["00-counts", "01-gardener", "02-suspect-question", "03-footprint"]
 """Exercises of lessons 00-03, which follow the lesson's ``scenario`` parameter."""
@@ -486,12 +486,12 @@ def _solve(bureau, case, exercise_id: str):
         "caught": None,
     }
     ns.update(zip(("informant", "detective", "suspect"), Cast.of(case).story_roles(), strict=True))
-    if exercise_id == "04-peek":  # lesson 04's namespace: the attack target it picked
+    if exercise_id == "04b-peek":  # lesson 04's namespace: the attack target it picked
         from bureau.course import attacks
 
         ns["target"] = attacks.pick_target(case)
     exec(EXERCISES[exercise_id].solution, ns)
-    return ns["caught"] if exercise_id == "04-peek" else ns["answer"]
+    return ns["caught"] if exercise_id == "04b-peek" else ns["answer"]
 
 
 @pytest.mark.parametrize("exercise_id", LESSON_EXERCISES)
@@ -550,12 +550,12 @@ def test_peek_check_passes_only_on_the_bureaus_own_refusal(case):
             return exc
         raise AssertionError("no refusal")
 
-    assert not check("04-peek", case, UnknownCardError("suspect has no card"))  # made by hand
-    v = check("04-peek", case, caught(lambda: case.card("suspect", secret.id)))
+    assert not check("04b-peek", case, UnknownCardError("suspect has no card"))  # made by hand
+    v = check("04b-peek", case, caught(lambda: case.card("suspect", secret.id)))
     assert not v and "agent handle" in v.message  # the operator's API, not the agent's boundary
-    v = check("04-peek", case, caught(lambda: case.agent("suspect").card("made-up-id")))
+    v = check("04b-peek", case, caught(lambda: case.agent("suspect").card("made-up-id")))
     assert not v and "No card of this case" in v.message
-    v = check("04-peek", case, caught(lambda: case.agent("suspect").card(secret.id)))
+    v = check("04b-peek", case, caught(lambda: case.agent("suspect").card(secret.id)))
     assert v and "informant" in v.message
 
 

@@ -16,12 +16,19 @@ Why it is built this way:
   picture ``site/widgets/pictures.toml`` names for it (a screenshot from the browser tests,
   matched by lesson and by the widget's own DOM class, e.g. ``bureau-console``, read from the
   widget state papermill saved). A manifest entry that matches no widget fails the build: a
-  renamed widget cannot silently lose its picture.
+  renamed widget cannot silently lose its picture. Each picture is taken right after *Run All*
+  and keeps the text it shows beside it (``site/widgets/<picture>.txt``); the build compares
+  that text with what the lesson's own run shows in that widget, and fails on a picture of
+  another lesson or of an older state of this one (:func:`picture_run_problems`).
 * **Widgets as text.** A "Check yourself" quiz is shown as its questions, choices and folded
   answers with their explanations (``bureau.course.quiz.quiz_html``); a prediction box as its
   prompt; an application question as its question with the value this page's run produced in a
   fold (``bureau.course.quiz.application_html``); a widget that only displays HTML (lesson 00's
   environment report, an X-ray) as that HTML, from its saved state. Only a widget with controls and no picture is left a one-line note.
+* **Reveals folded.** A reveal (``bureau.course.quiz.reveal``) is this run's value folded in a
+  ``<details>``, with nothing about predicting or saving (the run behind the site saved no
+  prediction, so in the notebook its reveal says how to predict first): rebuilt from the metadata
+  the reveal leaves on its output; a reveal left unfolded or talking about saving stops the build.
 * **Lessons listed once.** The index's lesson list is generated from ``tools/nbtool.py``'s
   ``COURSE`` (the time every lesson header and the instructor kit show) and each lesson header's
   "You will be able to…"; deep dives are listed apart, marked, outside the total; with a launch link per lesson for Binder (which builds
@@ -386,6 +393,162 @@ def place_pictures(nb: nbformat.NotebookNode, lesson: str,
     return replaced, placed
 
 
+# -- reveals ----------------------------------------------------------------------------------------
+REVEAL_HTML = re.compile(r'<div class="bureau-reveal"')
+REVEAL_SAVING = re.compile(r"\bsav(?:e|ed|ing)\b|none saved|predict first", re.IGNORECASE)
+"""What a reveal on the site must not say: a reader of the site has no box to save a guess in."""
+
+
+def fold_reveals(nb: nbformat.NotebookNode) -> int:
+    """Show every reveal (``bureau.course.quiz.reveal``) the site's way: the run's value folded,
+    nothing about predicting or saving (the run the site shows had no prediction saved, so its
+    reveal said "Predict first"). Read from the metadata the reveal left on its output; returns
+    how many were folded."""
+    from bureau.course.quiz import REVEAL_METADATA, reveal_site_html
+
+    folded = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            meta = out.get("metadata", {}).get(REVEAL_METADATA)
+            if not meta or "data" not in out:
+                continue
+            run = meta.get("this_run")
+            out["data"] = nbformat.from_dict({
+                "text/html": reveal_site_html(str(meta.get("item", "")), run),
+                "text/plain": f"This run: {run if run is not None else 'the output above'}"})
+            out["metadata"].pop(REVEAL_METADATA)
+            folded += 1
+    return folded
+
+
+def reveal_problems(nb: nbformat.NotebookNode, lesson: str) -> list[str]:
+    """Every reveal of ``nb`` that would reach the site unfolded or talking about saving."""
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            shown = out.get("data", {}).get("text/html", "") if "data" in out else ""
+            shown = "".join(shown) if isinstance(shown, list) else str(shown)
+            if not REVEAL_HTML.search(shown):
+                continue
+            if re.search(r"<details(?![^>]*\bopen\b)[^>]*>", shown) is None:
+                found.append(f"{lesson}: a reveal is not folded: {shown[:120]!r}")
+            elif REVEAL_SAVING.search(re.sub(r"<[^>]+>", " ", shown)):
+                found.append(f"{lesson}: a reveal talks about saving a prediction: "
+                             f"{shown[:120]!r}")
+    return found
+
+
+# -- what a picture shows, against its lesson's run ----------------------------------------------
+PICTURE_SHARE = 0.9
+"""Least share of a picture's text lines its lesson's run must show too. The browser tests take
+each site picture right after *Run All*, the state the site's own run leaves, so all of them
+agree but for ids, times and timings (masked); a picture of an older state of the lesson
+(another system prompt, other cards, other moves) misses more. A picture of another lesson may
+share most lines (the consoles of lessons 00-03 show one case), so it is also compared with every
+other lesson's run (:func:`picture_run_problems`)."""
+MIN_LINE = 12
+"""Shorter lines (a button, a role's name) say nothing about which run a picture is of."""
+_SHOWN_KEYS = ("value", "description", "_options_labels", "placeholder")
+_VARYING = re.compile(
+    r"\b(?=[0-9a-f]*\d)[0-9a-f]{6,}\b"  # a case id's random tail, a card's id
+    r"|\d{7,}"  # a card id inside a longer word
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?\b"  # a time of day (the event log)
+    r"|\d+(?:\.\d+)?\s*ms\b"  # a timing
+    r"|:\d{4,5}\b")  # a port (the stand-in model's address)
+"""What differs between two runs of the same lesson: ids, times, timings, ports. Masked on both
+sides before comparing; every other figure (a count of cards, of moves, a score) must agree."""
+
+
+def shown_text(state: dict, model_id: str) -> str:
+    """Every text a widget and its children show, from the saved widget state (HTML without its
+    tags and style sheets, labels, buttons' and options' labels)."""
+    from html import unescape
+
+    model = _model(state, model_id)
+    st = model.get("state", {})
+    parts: list[str] = []
+    for key in _SHOWN_KEYS:
+        value = st.get(key)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and v:
+                v = re.sub(r"<style\b.*?</style>", " ", v, flags=re.S)
+                parts.append(unescape(re.sub(r"<[^>]+>", " ", v)))
+    parts += [shown_text(state, child) for child in st.get("children", [])
+              if isinstance(child, str)]
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _canon(text: str) -> str:
+    """Text as compared: NFKC, lower case, no white space at all (a browser's ``innerText``
+    breaks and joins lines where the HTML's tags put none), varying figures masked."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", text).lower()
+    return re.sub(r"\s+", "", _VARYING.sub("#", text))
+
+
+def picture_lines(shows: str) -> list[str]:
+    """The lines of a picture's text worth comparing (canonical, :data:`MIN_LINE` or longer,
+    each once)."""
+    return list(dict.fromkeys(c for line in shows.splitlines()
+                              if len(c := _canon(line)) >= MIN_LINE))
+
+
+def run_text(nb: nbformat.NotebookNode, widget: str) -> str:
+    """What the lesson's run shows in every widget carrying the DOM class ``widget`` (the
+    widget state papermill saved), canonical."""
+    state = nb.metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return _canon("\n".join(shown_text(state, mid) for mid in state
+                             if widget in _dom_classes(state, mid)))
+
+
+def picture_share(shows: str, run: str) -> tuple[float, list[str]]:
+    """The share of a picture's lines (:func:`picture_lines` of ``shows``) found in ``run``
+    (:func:`run_text`), and the lines not found."""
+    lines = picture_lines(shows)
+    missing = [line for line in lines if line not in run]
+    return (1.0 - len(missing) / len(lines) if lines else 0.0), missing
+
+
+def picture_text(picture: Picture, widgets: Path = WIDGETS) -> str | None:
+    """What a committed picture shows, as text (``site/widgets/<picture>.txt``, written with
+    the screenshot by the browser tests; ``None`` when missing)."""
+    path = widgets / Path(picture.file).with_suffix(".txt").name
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def picture_run_problems(picture: Picture, runs: dict[str, nbformat.NotebookNode],
+                         widgets: Path = WIDGETS) -> list[str]:
+    """Whether ``picture`` is of its lesson's run. ``runs``: every executed lesson by file name.
+
+    Its text (written with the screenshot) must be there; at least :data:`PICTURE_SHARE` of its
+    lines must be in what the lesson's run shows in the widgets of the picture's class; and no
+    other lesson's run may show more of them (the consoles of lessons 00-03 share most of their
+    lines: the few that differ, a move, a whispered card, decide)."""
+    shows = picture_text(picture, widgets)
+    if shows is None:
+        return [f"{picture.file}: no {Path(picture.file).with_suffix('.txt').name} beside it "
+                "(what it shows, written with the screenshot): retake it with the browser "
+                "tests, then `tools/sitebuild.py widgets`"]
+    if picture.lesson not in runs:
+        return []  # reported as a manifest entry that matched no widget
+    share, missing = picture_share(shows, run_text(runs[picture.lesson], picture.widget))
+    found = []
+    if share < PICTURE_SHARE:
+        found.append(f"{picture.file}: not {picture.lesson}'s run: {share:.0%} of its lines "
+                     f"are in what the run's {picture.widget} shows (want {PICTURE_SHARE:.0%}); "
+                     "not found: " + "; ".join(repr(m[:60]) for m in missing[:4]))
+    for other, nb in sorted(runs.items()):
+        if other == picture.lesson:
+            continue
+        theirs, _ = picture_share(shows, run_text(nb, picture.widget))
+        if theirs > share:
+            found.append(f"{picture.file}: closer to {other}'s run ({theirs:.0%} of its lines) "
+                         f"than to {picture.lesson}'s ({share:.0%}): a picture of another lesson")
+    return found
+
+
 def refresh_pictures(screenshots: Path = SCREENSHOTS, manifest: Path = MANIFEST) -> list[str]:
     """Copy each manifest screenshot into site/widgets, narrowed and palette-quantised.
 
@@ -402,6 +565,12 @@ def refresh_pictures(screenshots: Path = SCREENSHOTS, manifest: Path = MANIFEST)
                          "(run the browser tests: pytest -m ui tests/ui)")
             continue
         dest = manifest.parent / pic.file
+        shows = src.with_suffix(".txt")
+        if shows.is_file():  # what the picture shows, for the build's comparison with the run
+            shutil.copy(shows, dest.with_suffix(".txt"))
+        else:
+            found.append(f"{pic.file}: {shows.name} not found beside its screenshot (the browser "
+                         "tests write it with tests.ui.conftest.picture)")
         with Image.open(src) as im:
             im = im.convert("RGB")
             width = min(PICTURE_WIDTH, im.width)
@@ -571,7 +740,9 @@ def site_anchors(markdown: str) -> str:
 
 def assemble(executed: Path, src: Path, scrub: Scrubber,
              pictures: list[Picture]) -> list[str]:
-    """Lay out the Sphinx source folder; returns the manifest entries that matched no widget."""
+    """Lay out the Sphinx source folder; returns what stops the build: a manifest entry that
+    matched no widget, a picture that is not of its lesson's run, a reveal that would reach the
+    site unfolded."""
     if src.exists():
         shutil.rmtree(src)
     (src / "lessons").mkdir(parents=True)
@@ -582,7 +753,7 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
     (src / "index.md").write_text(index.replace(LESSONS_MARKER, lessons_index(
         repo=repository(), ref=os.environ.get("GITHUB_REF_NAME") or "main")),
                                   encoding="utf-8")
-    shutil.copytree(WIDGETS, src / "widgets", ignore=shutil.ignore_patterns("*.toml"))
+    shutil.copytree(WIDGETS, src / "widgets", ignore=shutil.ignore_patterns("*.toml", "*.txt"))
     for page in sorted(DOCS.glob("*.md")):
         (src / "docs" / page.name).write_text(scrub.text(page.read_text(encoding="utf-8")),
                                               encoding="utf-8")
@@ -592,15 +763,20 @@ def assemble(executed: Path, src: Path, scrub: Scrubber,
             (src / "lessons" / page).write_text(scrub.text(text), encoding="utf-8")
     unmatched: list[Picture] = [p for p in pictures
                                 if not (executed / p.lesson).is_file()]
-    for path in lessons(executed):
-        nb = nbformat.read(path, as_version=4)
+    runs = {path.name: nbformat.read(path, as_version=4) for path in lessons(executed)}
+    found: list[str] = [problem for picture in pictures
+                        for problem in picture_run_problems(picture, runs)]
+    for name, nb in runs.items():
+        path = executed / name
         for cell in nb.cells:
             cell.source = for_reader(cell)
         _, placed = place_pictures(nb, path.name, pictures)
         unmatched += [p for p in pictures if p.lesson == path.name and p not in placed]
+        fold_reveals(nb)
+        found += reveal_problems(nb, path.name)
         nbformat.write(scrub.notebook(nb), src / "lessons" / path.name)
-    return [f"{p.file}: no widget with class {p.widget!r} in {p.lesson} "
-            f"(fix site/widgets/{MANIFEST.name})" for p in unmatched]
+    return found + [f"{p.file}: no widget with class {p.widget!r} in {p.lesson} "
+                    f"(fix site/widgets/{MANIFEST.name})" for p in unmatched]
 
 
 def render(src: Path, html: Path) -> None:

@@ -5,7 +5,7 @@ run in a child process) on the learner's data directory, so the notebook stays t
   forgotten at once (``case.forget``), then every file of the data directory read for the
   canaries' tokens, as the observer who copies the disk would (``grep -rlaF``); :func:`said`
   reads its table in a sentence (which kind of file still held each canary);
-* the exercise ``07-forget-for-good``: forget a card of your own; the check finds the card gone
+* the exercise ``07b-forget-for-good``: forget a card of your own; the check finds the card gone
   on every read path and its key gone from the key store.
 
 Both run on a throwaway case of the same scenario (deleted afterwards): a scope that holds
@@ -151,6 +151,6 @@ SOLUTION = '''card = case.whisper(cast.colleague, "My own note: the side door st
 case.forget(card.id)
 my_card = card.id'''
 
-register(Exercise("07-forget-for-good", "Forget a card for good", SOLUTION, check_forgotten))
+register(Exercise("07b-forget-for-good", "Forget a card for good", SOLUTION, check_forgotten))
 
 __all__ = ["FACT", "check_forgotten", "forget_and_look"]

@@ -18,6 +18,7 @@ score changes, its numbers (status, moves, rules kept; :func:`record_case`), key
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Mapping
@@ -64,8 +65,21 @@ def _connect(data_dir: str | Path) -> sqlite3.Connection:
     return conn
 
 
+COURSE = ("00", "01", "02", "03", "04", "04b", "05", "05b", "05c", "06", "06b", "07", "07b",
+          "08", "08b", "09")
+"""Every notebook of the course by its number, deep dives (a letter after the lesson's number)
+beside their lesson: the rows :func:`progress_table` shows even before anything is recorded
+(``tests/test_progress.py`` holds it to ``notebooks/``)."""
+DEEP_DIVES = tuple(n for n in COURSE if not n.isdigit())
+_LESSON = re.compile(r"q?(\d{2}[a-z]?)-")
+
+
 def lesson_of(item: str) -> str:
-    """``"03-footprint"`` and ``"q03-2"`` both belong to lesson ``"03"``."""
+    """``"03-footprint"`` and ``"q03-2"`` both belong to lesson ``"03"``; a deep dive's ids
+    carry its letter (``"q05b-1"``, ``"04b-timing"``) and belong to it, not to its lesson."""
+    m = _LESSON.match(item)
+    if m:
+        return m.group(1)
     digits = item.lstrip("q")[:2]
     return digits if digits.isdigit() else "?"
 
@@ -116,15 +130,19 @@ def frame(rows: list[tuple[object, ...]]) -> pd.DataFrame:
 
 
 def progress_table(data_dir: str | Path, lessons: list[str] | None = None) -> pd.DataFrame:
-    """One row per lesson: exercise checks passed, quiz questions right (latest answer per
-    question), predictions written, application questions answered right (at any try: each is
-    a reading of that run's output, tried until right). ``lessons``: the rows to show even
-    when empty."""
-    return summarise(attempts(data_dir), lessons)
+    """One row per lesson and deep dive (:data:`COURSE`, and any other lesson an attempt names):
+    exercise checks passed, quiz questions right (latest answer per question), predictions
+    written, application questions answered right (at any try: each is a reading of that run's
+    output, tried until right). ``lessons``: the rows to show instead, even when empty."""
+    df = attempts(data_dir)
+    if lessons is None:  # course order: "04b" sorts after "04", an unknown "?" last
+        lessons = sorted(set(COURSE) | set(df["lesson"]))
+    return summarise(df, lessons)
 
 
 def summarise(df: pd.DataFrame, lessons: list[str] | None = None) -> pd.DataFrame:
-    """:func:`progress_table` of attempts already read (the instructor's page reads a tenant's)."""
+    """:func:`progress_table` of attempts already read (the instructor's page reads a tenant's);
+    without ``lessons``, the lessons the attempts name."""
     rows = []
     names = lessons or sorted(set(df["lesson"]))
     for lesson in names:
@@ -203,5 +221,5 @@ def cases_table(data_dir: str | Path) -> pd.DataFrame:
     }, columns=["case", "scenario", "status", "moves", "rules kept"]).reset_index(drop=True)
 
 
-__all__ = ["CASE_COLUMNS", "FILE", "STATUSES", "attempts", "case_scores", "cases_table", "frame",
+__all__ = ["CASE_COLUMNS", "COURSE", "DEEP_DIVES", "FILE", "STATUSES", "attempts", "case_scores", "cases_table", "frame",
            "lesson_of", "progress_path", "progress_table", "record", "record_case", "summarise"]

@@ -222,28 +222,67 @@ def last_prediction(item: str, bureau: Bureau) -> str | None:
     return None if mine.empty else str(mine["detail"].iloc[-1])
 
 
+REVEAL_CLASS = "bureau-reveal"
+REVEAL_METADATA = "bureau-reveal"
+"""The output metadata key under which a reveal keeps its item and run value, so the site build
+(tools/sitebuild.py) can show the same reveal the site's way (:func:`reveal_site_html`)."""
+PREDICT_FIRST = ("Predict first: write your guess in the box above and press Save, then run "
+                 "this cell again.")
+"""The one line a reveal shows when no prediction was saved (Run All ran straight past the box)."""
+REVEAL_SUMMARY = "Show what this run gave"
+
+
+def _run_fold(run: str, open_: bool) -> str:
+    return (f'<details class="{REVEAL_CLASS}-run"{" open" if open_ else ""}>'
+            f"<summary>{REVEAL_SUMMARY}</summary><p><b>This run:</b> {html.escape(run)}</p>"
+            "</details>")
+
+
 @dataclass(frozen=True)
 class Reveal:
     """A saved prediction beside what the run produced. Plain HTML and text (no widget), so it
-    reads the same in the lab, under papermill and on the site."""
+    reads the same in the lab and under papermill; the site shows it folded
+    (:func:`reveal_site_html`).
+
+    With a prediction saved, the guess and the run's value are shown together. Without one
+    (*Run All* runs straight past the prediction box), one line says how to predict first and
+    the run's value stays folded, so the learner can still predict before reading it."""
 
     item: str
     predicted: str | None
     this_run: str | None
 
+    @property
+    def run(self) -> str:
+        return self.this_run if self.this_run is not None else "the output above"
+
     def lines(self) -> tuple[str, str]:
-        said = (self.predicted if self.predicted is not None
-                else "(none saved: write it in the box above and press Save, then run this again)")
-        run = self.this_run if self.this_run is not None else "the output above"
-        return f"You predicted: {said}", f"This run:      {run}"
+        said = (f"You predicted: {self.predicted}" if self.predicted is not None
+                else PREDICT_FIRST)
+        return said, f"This run:      {self.run}"
 
     def __repr__(self) -> str:
         return "\n".join(self.lines())
 
     def _repr_html_(self) -> str:
-        mine, run = (html.escape(x.split(":", 1)[1].strip()) for x in self.lines())
-        return (f'<div class="bureau-reveal" data-item="{html.escape(self.item)}">'
-                f"<b>You predicted:</b> {mine}<br><b>This run:</b> {run}</div>")
+        saved = self.predicted is not None
+        said = (f"<p><b>You predicted:</b> {html.escape(self.predicted)}</p>" if saved
+                else f'<p class="{REVEAL_CLASS}-first"><i>{html.escape(PREDICT_FIRST)}</i></p>')
+        return (f'<div class="{REVEAL_CLASS}" data-item="{html.escape(self.item)}" '
+                f'data-predicted="{str(saved).lower()}">{said}{_run_fold(self.run, saved)}</div>')
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None
+                          ) -> tuple[dict[str, str], dict[str, Any]]:
+        return ({"text/plain": repr(self), "text/html": self._repr_html_()},
+                {REVEAL_METADATA: {"item": self.item, "this_run": self.this_run}})
+
+
+def reveal_site_html(item: str, this_run: str | None) -> str:
+    """A reveal on a page with no kernel (the course site): the run's value folded, nothing
+    about a prediction or saving (a reader of the site has no box to save in)."""
+    run = this_run if this_run is not None else "the output above"
+    return (f'<div class="{REVEAL_CLASS}" data-item="{html.escape(item)}">'
+            f"{_run_fold(run, False)}</div>")
 
 
 def reveal(item: str, bureau: Bureau | None, this_run: object = None) -> Reveal:
@@ -397,7 +436,8 @@ def application_html(question_html: str, run: str) -> str:
 
 
 __all__ = ["APPLICATION_CLASS", "APPLICATION_RUN_CLASS", "ApplicationState", "Choice",
-           "Question", "QuizState", "Reveal", "application", "application_html",
+           "PREDICT_FIRST", "Question", "QuizState", "REVEAL_CLASS", "REVEAL_METADATA", "Reveal",
+           "application", "application_html",
            "choice_order", "format_value", "grade_application", "last_prediction",
            "learner_key", "predict", "questions", "quiz", "quiz_html", "quiz_text", "read_number",
-           "reveal"]
+           "reveal", "reveal_site_html"]

@@ -1,16 +1,23 @@
 """The rendered course site in a real browser: figures and widget pictures load, nothing leaks.
 
 Three pages are opened from the built site (``make site``) over http on 127.0.0.1: lesson 02
-(the X-ray: widget pictures and a figure), lesson 05 (the leak-rate figures) and a reference page
+(the X-ray: widget pictures and a figure), lesson 05 (the ROC figure) and a reference page
 (the instructor kit when it exists, else the glossary). On each: every image has loaded
 (``naturalWidth > 0``), the expected figures and widget pictures are there, the page asked for
 nothing outside 127.0.0.1 (every other request is aborted and reported), and its HTML holds no
 machine path, key or token (the patterns of ``tools/sitebuild.py``).
+
+Every page at 1,280 px (issue 50 §1): every table fits the 976 px content column (measured in
+the browser: a table that scrolls sideways hides columns); every reveal is folded and says
+nothing about saving; no page title, navigation entry or heading names an internal issue. Each
+check is also shown to fail on what it is for, planted into a real page: a table of 30 columns
+of figures, a reveal as it printed before (unfolded, "none saved"), "(issue 31)" in a title.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -70,7 +77,7 @@ def assert_clean(path: str, images: list[dict], html: str, remote: list[str]) ->
 
 @pytest.mark.parametrize("path, widgets, figures", [
     ("lessons/02_interrogate.html", 2, 1),  # the console and the X-ray, pictured; a figure
-    ("lessons/05_measuring_leakage.html", 0, 2),  # the ROC and leak-rate figures
+    ("lessons/05_measuring_leakage.html", 0, 1),  # the ROC figure
 ])
 def test_lesson_pages_show_figures_and_widget_pictures(page, site_url, screenshot_dir, path,
                                                        widgets, figures):
@@ -110,8 +117,17 @@ CUT_OFF = """() => {
   const cut = [];
   const name = el => el.tagName.toLowerCase() + ' "' +
     (el.innerText || el.getAttribute('src') || '').trim().slice(0, 60).replace(/\\s+/g, ' ') + '"';
+  const pad = getComputedStyle(article);
+  const left = art.left + parseFloat(pad.paddingLeft), right = art.right - parseFloat(pad.paddingRight);
   for (const el of article.querySelectorAll('table, pre, .cell_output img')) {
     if (el.offsetParent === null) continue;  // not shown (a folded answer)
+    if (el.tagName === 'TABLE') {  // a table fits the column itself: scrolling one hides columns
+      const t = el.getBoundingClientRect();
+      if (t.left < left - 1 || t.right > right + 1)
+        cut.push(name(el) + ' is ' + Math.round(t.width) + ' px wide: wider than the ' +
+                 Math.round(right - left) + ' px column (its cells must wrap)');
+      continue;
+    }
     let a = el, scroller = null;
     while (a && a !== article) {  // the nearest box that clips or scrolls it, below the article
       if (getComputedStyle(a).overflowX !== 'visible') { scroller = a; break; }
@@ -141,8 +157,56 @@ CUT_OFF = """() => {
 }"""
 
 
+REVEALS = """() => Array.from(document.querySelectorAll('article .bureau-reveal')).flatMap(r => {
+  const item = r.dataset.item || '?', said = [];
+  const fold = r.querySelector(':scope > details');
+  if (!fold) said.push(item + ': a reveal that is not folded (no <details>)');
+  else if (fold.open) said.push(item + ': a reveal shown unfolded');
+  else if ((r.textContent || '').replace(fold.textContent, '').replace(/\\s+/g, ''))
+    said.push(item + ': text outside the fold: ' + r.textContent.trim().slice(0, 80));
+  if (/none saved|\\bsav(e|ed|ing)\\b|predict first/i.test(r.textContent || ''))
+    said.push(item + ': a reveal that talks about saving: ' + r.textContent.trim().slice(0, 80));
+  return said;
+})"""
+"""Every reveal on a page (``bureau.course.quiz.reveal``, as ``tools/sitebuild.py`` folds it):
+the run's value folded in a closed ``<details>`` with nothing outside it, and not a word about
+saving a prediction (a reader of the site has no box to save one in)."""
+
+INTERNAL_NAME = r"\bissues?\s*#?\d+"
+INTERNAL = """(pattern) => {
+  const re = new RegExp(pattern, 'i'), said = [];
+  if (re.test(document.title)) said.push('page title: ' + document.title);
+  for (const a of document.querySelectorAll('nav a, .bd-sidebar a, .bd-toc a'))
+    if (re.test(a.textContent)) said.push('navigation: ' + a.textContent.trim());
+  for (const h of document.querySelectorAll('article h1, article h2, article h3'))
+    if (re.test(h.textContent)) said.push('heading: ' + h.textContent.trim());
+  return said;
+}"""
+"""The course's internal bookkeeping ("issue 31") in a page title, the navigation or a heading
+(which the page's own table of contents repeats): a learner has no issue tracker."""
+
+
+def _all_pages() -> list[str]:
+    """Every page a reader reaches from the navigation (not Sphinx's search and index pages)."""
+    return sorted(str(p.relative_to(SITE_HTML)) for p in SITE_HTML.rglob("*.html")
+                  if p.name not in {"search.html", "genindex.html"}
+                  and not p.relative_to(SITE_HTML).parts[0].startswith("_"))
+
+
 def _lesson_pages() -> list[str]:
     return [f"lessons/{p.stem}.html" for p in sitebuild.lessons()]
+
+
+def _reveals() -> dict[str, int]:
+    """How many reveals each lesson's code calls, by lesson number ("05", "05b")."""
+    import nbformat
+
+    found = {}
+    for nb_path in sitebuild.lessons():
+        nb = nbformat.read(nb_path, as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        found[nb_path.stem.split("_")[0]] = len(re.findall(r"^reveal\(", code, re.M))
+    return found
 
 
 def _quiz_lessons() -> dict[str, int]:
@@ -179,6 +243,11 @@ def test_every_lesson_page_reads_whole(page, site_url, path):
         assert "Environment check:" in text, f"{path}: the environment report is not shown"
     cut = page.evaluate(CUT_OFF)
     assert not cut, f"{path}: cut off at 1,280 px:\n" + "\n".join(cut)
+    # every reveal the lesson calls is on the page, folded, and silent about saving
+    reveals = _reveals().get(lesson, 0)
+    assert page.locator("article .bureau-reveal").count() == reveals, f"{path}: reveals"
+    said = page.evaluate(REVEALS)
+    assert not said, f"{path}: " + "\n".join(said)
 
 
 def test_the_index_lists_each_lesson_once_with_its_time(page, site_url):
@@ -198,3 +267,69 @@ def test_the_index_lists_each_lesson_once_with_its_time(page, site_url):
     # every lesson's entry in the navigation is its title alone, not its parts
     nav = page.locator("nav.bd-docs-nav a.reference")
     assert sum(1 for t in nav.all_inner_texts() if t.strip()[:2].isdigit()) == len(course)
+
+
+@pytest.mark.parametrize("path", _all_pages() if SITE_HTML.is_dir() else [])
+def test_every_page_fits_the_column_and_names_nothing_internal(page, site_url, path):
+    """Every page (lessons, reference pages, glossary, instructor kit, index) at 1,280 px: each
+    table fits the content column (nothing cut off or scrolled away, as on a lesson page), and
+    no title, navigation entry or heading names the course's internal bookkeeping."""
+    read_page(page, site_url, path)
+    cut = page.evaluate(CUT_OFF)
+    assert not cut, f"{path}: cut off at 1,280 px:\n" + "\n".join(cut)
+    said = page.evaluate(INTERNAL, INTERNAL_NAME)
+    assert not said, f"{path}: internal names on the site:\n" + "\n".join(said)
+
+
+# -- the checks fail on what they are for (planted into a real page of the built site) ----------
+PLANT = """(html) => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('article');
+  const box = document.createElement('div');
+  box.innerHTML = html;
+  article.appendChild(box);
+}"""
+WIDE_TABLE = ('<div class="cell_output"><div class="output text_html"><table class="dataframe">'
+              "<thead><tr>" + "".join(f"<th>figure {i}</th>" for i in range(30)) + "</tr></thead>"
+              "<tbody><tr>" + "".join(f"<td>0.{i:03d}</td>" for i in range(30)) + "</tr></tbody>"
+              "</table></div></div>")
+"""A run's table of 30 columns of figures: no wrapping makes it fit 976 px."""
+
+
+def test_the_check_fails_on_a_planted_table_wider_than_the_column(page, site_url):
+    path = "lessons/07_purpose_bound.html"
+    read_page(page, site_url, path)
+    assert page.evaluate(CUT_OFF) == []
+    page.evaluate(PLANT, WIDE_TABLE)
+    cut = page.evaluate(CUT_OFF)
+    assert len(cut) == 1 and "wider than the 976 px column" in cut[0], cut
+
+
+def test_the_check_fails_on_a_planted_unfolded_reveal(page, site_url):
+    from bureau.course.quiz import Reveal
+
+    path = "lessons/05_measuring_leakage.html"
+    read_page(page, site_url, path)
+    assert page.evaluate(REVEALS) == []
+    # what a reveal printed before issue 50: the answer in the open, and "none saved"
+    page.evaluate(PLANT, '<div class="bureau-reveal" data-item="05-planted"><b>You predicted:'
+                         "</b> (none saved: write it in the box above and press Save, then run "
+                         "this again)<br><b>This run:</b> lost 3 of 4</div>")
+    said = page.evaluate(REVEALS)
+    assert any("not folded" in s for s in said) and any("saving" in s for s in said), said
+    # and what the lab shows after Run All: folded, but not for the site (it talks about saving)
+    lab = Reveal("05-lab", None, "lost 3 of 4")._repr_html_()
+    page.evaluate(PLANT, lab)
+    said = page.evaluate(REVEALS)
+    assert any(s.startswith("05-lab:") for s in said), said
+    page.evaluate("() => document.querySelector('[data-item=\"05-lab\"] details').open = true")
+    assert any("05-lab: a reveal shown unfolded" in s for s in page.evaluate(REVEALS))
+
+
+def test_the_check_fails_on_a_planted_internal_name(page, site_url):
+    read_page(page, site_url, "docs/sealing.html")
+    assert page.evaluate(INTERNAL, INTERNAL_NAME) == []
+    page.evaluate("() => { document.title = 'Sealed memory and forgetting (issue 31)'; "
+                  "document.querySelector('nav.bd-docs-nav a.reference').textContent += "
+                  "' (issues 31, 51)'; }")
+    said = page.evaluate(INTERNAL, INTERNAL_NAME)
+    assert len(said) == 2 and said[0].startswith("page title:"), said

@@ -96,6 +96,15 @@ def screenshot_dir() -> Path:
     return SCREENSHOTS
 
 
+def picture(locator, path: Path) -> None:
+    """Screenshot ``locator`` (a widget) to ``path``, and write the text it shows beside it
+    (``path`` with ``.txt``): a picture the site uses (``site/widgets/pictures.toml``) keeps that
+    text, and the site build compares it with the lesson's own run (``tools/sitebuild.py``), so a
+    picture taken from another lesson, or from an older state of this one, is refused."""
+    locator.screenshot(path=str(path))
+    path.with_suffix(".txt").write_text(locator.inner_text(), encoding="utf-8")
+
+
 # -- servers --------------------------------------------------------------------------------------
 @dataclass
 class Server:

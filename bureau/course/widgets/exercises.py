@@ -335,7 +335,7 @@ EXERCISES: dict[str, Exercise] = {
             _check_footprint,
         ),
         Exercise(
-            "04-peek",
+            "04b-peek",
             "Peek at another role's card",
             "try:\n"
             "    case.agent(target.attacker).card(target.card.id)  # the owner's real card\n"
