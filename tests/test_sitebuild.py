@@ -301,21 +301,25 @@ def test_the_index_lists_each_lesson_once_with_its_time_and_goals():
 
 
 def test_deep_dives_are_published_marked_and_outside_the_total():
-    """Issue 34 §6: the site executes and renders every deep dive as it does a lesson, lists it
-    apart from the lessons (marked), in its own toctree, and leaves it out of the total."""
+    """Issue 34 §6, issue 49 §2: the site executes and renders every lesson and deep dive; the
+    index lists the core path (with its total) apart from what goes further, where each deep
+    dive is marked; only the core path's minutes make the total."""
     nbtool = sitebuild._nbtool()
-    dives = [le for le in nbtool.present() if le.deep_dive]
+    course = nbtool.present()
+    dives = [le for le in course if le.deep_dive]
     assert dives
     published = [p.name for p in sitebuild.lessons()]
-    assert all(le.file in published for le in nbtool.present())
+    assert all(le.file in published for le in course)
     listed = sitebuild.lessons_index(repo=None)
-    lessons_part, dives_part = listed.split("**Deep dives**")
-    for le in dives:
-        line = next(x for x in dives_part.splitlines() if f"<lessons/{Path(le.file).stem}>" in x)
-        assert "deep dive, outside the workshop path" in line
-        assert Path(le.file).stem not in lessons_part
-    total = sum(le.minutes for le in nbtool.present() if not le.deep_dive)
-    assert f"About {total // 60} h {total % 60:02d} min in all" in lessons_part
+    core_part, further_part = listed.split("**Going further**")
+    for le in course:
+        stem = Path(le.file).stem
+        part, other = (core_part, further_part) if le.core else (further_part, core_part)
+        line = next(x for x in part.splitlines() if f"<lessons/{stem}>" in x)
+        assert f"<lessons/{stem}>" not in other
+        assert ("· deep dive ·" in line) == le.deep_dive, line
+    total = sum(le.minutes for le in course if le.core)
+    assert f"({total // 60} h {total % 60:02d} min in all)" in core_part
     index = (sitebuild.SITE / "index.md").read_text(encoding="utf-8")
     assert "lessons/[0-9][0-9][a-z]_*" in index and "lessons/[0-9][0-9]_*" in index
 
