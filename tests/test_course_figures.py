@@ -119,7 +119,8 @@ def _depths(pool: list[float], rnd: list[float]) -> pd.DataFrame:
                                                                            strict=True)]
     rows += [{"policy": p, "k": 5, "pair_leak": 0.0, "random_pair_leak": None,
               "shareable_recall": 0.5, "random_shareable_recall": None} for p in BUREAU_POLICIES]
-    return pd.DataFrame(rows)
+    rows.append({"policy": "e_bureau_mediated", "k": None, "pair_leak": 0.0})  # no depth
+    return pd.DataFrame(rows).astype({"k": "Int64"})
 
 
 def test_the_depth_sentence_follows_the_rows():

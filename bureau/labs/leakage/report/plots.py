@@ -202,8 +202,9 @@ def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None,
                        color=COLORS[policy], label=f"{POLICY_LABELS[policy]} (k per scope)",
                        zorder=4)
         ax.set_xlabel("cards retrieved in all (k; the bureau: k per scope × two scopes)")
-        bureau_k = table[table["policy"].isin(BUREAU_POLICIES)]["k"]
-        depths = sorted({int(x) for x in table["k"]} | {2 * int(x) for x in bureau_k})
+        pool_k = table[table["policy"] == SHARED_POOL]["k"].dropna()
+        bureau_k = table[table["policy"].isin(BUREAU_POLICIES)]["k"].dropna()
+        depths = sorted({int(x) for x in pool_k} | {2 * int(x) for x in bureau_k})
         if len(depths) <= 12:
             ax.set_xticks(depths)
         else:
