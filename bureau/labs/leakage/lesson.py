@@ -173,9 +173,8 @@ def beside_reading(figures: dict[str, Any], which: str = "magpie",
         most = max(abs(whole[k] - full[k]) for k, _ in FULL_FIGURES
                    if whole.get(k) is not None and full.get(k) is not None)
         out += f"; the whole slice ({whole['scenarios']} scenarios) strays at most {most:.3f}"
-    return (out + ". The fewer the scenarios, the farther a run strays: read a small run's "
-            "figures against each other (the pool beside its own random draw), and quote the "
-            "full benchmark's.")
+    return (out + ". A run on part of a benchmark is a sample of it: read its figures against "
+            "each other (the pool beside its own random draw), and quote the full benchmark's.")
 
 
 def depth_reading(table: pd.DataFrame) -> str:
