@@ -585,6 +585,8 @@ def test_every_attack_is_blocked_with_a_reason(bureau, case):
     for r in results:
         assert r.blocked, r
         assert r.reason and not r.leaked
+        # Lesson 04b's table names what stopped each attack and the actor it holds against.
+        assert r.mechanism and r.against.startswith(("an agent: ", "an observer: ")), r
     refused = {r.name: r.refusal for r in results if r.refusal}
     assert "BoardNotWritableError" in refused["Ask as the board"]
     assert "UnknownCardError" in refused["Publish someone else's card"]

@@ -84,7 +84,7 @@ COURSE: list[Lesson] = [
     Lesson("04b_attack_families.ipynb",
            "04b · Deep dive: every attack family, side channels included",
            "tampering with every name and id; timing a guess against chance; every attack, its "
-           "mechanism and its actor", 21, run_s=21, deep_dive=True),
+           "mechanism and its actor", 22, run_s=21, deep_dive=True),
     Lesson("05_measuring_leakage.ipynb",
            "05 · Measuring leakage: how often would a shared pool have lost?",
            "the game under a shared pool, beside chance; MAGPIE: the leak rate by hand, the ROC "
@@ -97,7 +97,7 @@ COURSE: list[Lesson] = [
            "05c · Deep dive: GateMem, many principals sharing one memory",
            "episodes of a multi-party benchmark as cases with records, a policy file and "
            "forget; utility, access violations and forgetting failures at the boundary, beside "
-           "its leaderboard; which rule costs which utility", 25,
+           "its leaderboard; which rule costs which utility", 24,
            run_s=21, deep_dive=True),
     Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
            "a model phrases only what the bureau decided; injections aimed at it fail, measured "

@@ -24,6 +24,8 @@ from ..model import BOARD
 from ..service.read_paths import OUTWARD_READ_PATHS, as_text
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..service import Case
 
 
@@ -91,6 +93,8 @@ def prompt_injection(case: Case, target: Target | None = None) -> AttackResult:
         leaked=leaked,
         details={"scopes": answer.trace.searched_scopes, "known": answer.known,
                  "question": question},
+        mechanism="scopes fixed by the service from the role",
+        against="an agent: any text in its question",
     )
 
 
@@ -123,6 +127,8 @@ def injected_card(case: Case, target: Target | None = None) -> AttackResult:
         ),
         leaked=leaked,
         details={"planter": planter, "payload_retrieved": used_payload, "known": answer.known},
+        mechanism="a card is data; scopes fixed from the role",
+        against="an agent: any card it reads",
     )
 
 
@@ -146,6 +152,8 @@ def cross_case_publish(case: Case, other: Case, target: Target | None = None) ->
         ),
         refusal=refusal,
         leaked=leaked,
+        mechanism="every lookup scoped by case first",
+        against="an agent: any id it passes",
     )
 
 
@@ -154,40 +162,48 @@ def tampering(case: Case, target: Target | None = None) -> list[AttackResult]:
     """Forged roles, forged card ids and hostile metadata: each must be refused, changing nothing."""
     t = target or pick_target(case)
     a = t.attacker
-    attempts: list[tuple[str, str, Callable[[], Any], str]] = [
+    attempts: list[tuple[str, str, Callable[[], Any], str, str]] = [
         ("Ask as the board", f'case.interrogate("{BOARD}", ...)',
          lambda: case.interrogate(BOARD, t.question),
-         "The board is not a role: nobody can search 'as the board' to see every copy's source."),
+         "The board is not a role: nobody can search 'as the board' to see every copy's source.",
+         "the board is not a role"),
         ("Whisper straight onto the board", f'case.whisper("{BOARD}", ...)',
          lambda: case.whisper(BOARD, f"{t.owner} says: the answer is public now."),
-         "The board only receives sourced copies through publish, so nobody can forge one."),
+         "The board only receives sourced copies through publish, so nobody can forge one.",
+         "the board takes only publish's sourced copies"),
         ("Publish someone else's card", f'case.publish("{a}", <{t.owner}\'s card id>)',
          lambda: case.publish(a, t.card.id),
          f"A role can only publish its own private cards; the id belongs to {t.owner}, and the "
-         "refusal is word for word the one an id that does not exist gets."),
+         "refusal is word for word the one an id that does not exist gets.",
+         "a role publishes only its own cards"),
         ("Publish a made-up card id", f'case.publish("{a}", "424242424242424242")',
          lambda: case.publish(a, "424242424242424242"),
-         "Unknown ids are refused before anything is written."),
+         "Unknown ids are refused before anything is written.",
+         "unknown ids refused before any write"),
         ("Read someone else's card by id", f'case.card("{a}", <{t.owner}\'s card id>)',
          lambda: case.card(a, t.card.id),
          "Reads by id are scoped to the caller's own space and the board; the answer is the "
-         "same as for an id that does not exist."),
+         "same as for an id that does not exist.",
+         "reads by id scoped to own space + board"),
         ("Smuggle a second role into the name", f'case.interrogate("{a},{t.owner}", ...)',
          lambda: case.interrogate(f"{a},{t.owner}", t.question),
-         "Role names are checked against the case's list, never parsed or passed to storage."),
+         "Role names are checked against the case's list, never parsed or passed to storage.",
+         "role names checked against the case's list"),
         ("SQL in the topic", f"case.whisper(\"{a}\", ..., topic=\"x' OR '1'='1\")",
          lambda: case.whisper(a, "harmless", topic="x' OR '1'='1"),
-         "Topics and kinds must be plain slugs, so they are safe as storage filter values."),
+         "Topics and kinds must be plain slugs, so they are safe as storage filter values.",
+         "topics and kinds must be plain slugs"),
     ]
     counts_before = case.stage()["private_counts"]
     board_before = len(case.spaces()[BOARD])
     results = []
-    for name, attempt, fn, reason in attempts:
+    for name, attempt, fn, reason, mechanism in attempts:
         refusal, value = _refused(fn)
         leaked = _leaks(t, value) if value is not None else ()
         results.append(
             AttackResult(name=name, attempt=attempt, blocked=refusal is not None and not leaked,
-                         reason=reason, refusal=refusal, leaked=leaked)
+                         reason=reason, refusal=refusal, leaked=leaked, mechanism=mechanism,
+                         against="an agent: any argument its tools accept")
         )
     unchanged = (case.stage()["private_counts"] == counts_before
                  and len(case.spaces()[BOARD]) == board_before)
@@ -223,6 +239,8 @@ def stage_peek(case: Case, asked: list[str] | None = None) -> AttackResult:
             f"{len(private)} private cards or {len(asked)} question(s) appear in "
             f"{sum(len(t) for t in outward.values()):,} characters."
         ),
+        mechanism="outward views carry counts, ids, timings, board copies",
+        against="an observer: the stage and the events",
         leaked=tuple(leaked),
     )
 
@@ -375,6 +393,8 @@ def timing_guess(
         details={"attacker": attacker, "attacker_case": asker.id, "pattern": pattern,
                  "candidates": candidates, "rounds": rounds, "ranks": table,
                  "timings": timings},
+        mechanism="questions never cached; query vectors nudged",
+        against="an agent: timing its own answers",
     )
 
 
@@ -387,3 +407,90 @@ def run_all(case: Case, other: Case) -> list[AttackResult]:
     results.append(stage_peek(case, asked=[first.details["question"], t.question]))
     results.append(timing_guess(case, t))
     return results
+
+
+# -- reading the results: every figure with the sentence it needs (issue 50 §3) ----------------
+def _actor(r: AttackResult) -> str:
+    return r.against.split(":")[0] if r.against else "unnamed"
+
+
+def catalogue_table(results: Sequence[AttackResult]) -> pd.DataFrame:
+    """One row per attack: its outcome, what stopped it and the actor it holds against (lesson
+    04b's last table; the full reason is in :func:`bureau.course.widgets.make_attack_report`)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"attack": r.name, "outcome": "blocked" if r.blocked else "LEAKED",
+                          "stopped by": r.mechanism or r.reason, "holds against": r.against}
+                         for r in results])
+
+
+def catalogue_reading(results: Sequence[AttackResult]) -> str:
+    """The table's count in a sentence: how many were blocked, by actor, and any that leaked."""
+    blocked = sum(r.blocked for r in results)
+    actors: dict[str, list[AttackResult]] = {}
+    for r in results:
+        actors.setdefault(_actor(r), []).append(r)
+    parts = [f"{sum(x.blocked for x in rs)} of {len(rs)} by {actor}" for actor, rs in
+             actors.items()]
+    leaked = [r.name for r in results if not r.blocked]
+    tail = (f"; leaked: {', '.join(leaked)}" if leaked else
+            ": each stopped by the code named in its row, none by asking the attacker to behave")
+    return f"{blocked} of {len(results)} attacks blocked ({'; '.join(parts)}){tail}."
+
+
+def _two_sided(z: float) -> float:
+    """How often chance alone lands at least ``|z|`` deviations away (normal approximation)."""
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def _once_in(p: float) -> str:
+    """``p`` as a frequency a learner reads: "in about half of all figures", "about once in 85
+    figures", "about once in 16,000 figures" (two significant digits)."""
+    if p >= 0.5:
+        return "in about half of all figures or more"
+    n = 1 / p
+    digits = max(0, len(str(int(n))) - 2)
+    return f"about once in {round(n, -digits):,.0f} figures"
+
+
+def timing_table(result: AttackResult) -> pd.DataFrame:
+    """:func:`timing_guess`'s figures, each with what it times, its distance from chance and the
+    verdict that distance gives (``leak`` beyond :data:`LEAK_SIGMAS`, else ``chance``)."""
+    import pandas as pd
+
+    d = result.details
+    rows = []
+    for row in d["ranks"]:
+        name = row["figure"]
+        what = {"embed": "embedding the question", "total": "the whole retrieval"}.get(
+            name, f"the search of the {name}'s scope")
+        rows.append({"figure": name, "times": what,
+                     "true guess's mean rank": row["true_mean_rank"], "chance": row["chance"],
+                     "sd of chance": row["sd"], "z": row["z"],
+                     "verdict": "leak" if abs(row["z"]) > LEAK_SIGMAS else "chance"})
+    return pd.DataFrame(rows)
+
+
+def timing_reading(result: AttackResult) -> str:
+    """:func:`timing_table` in sentences, from the run: what ``z`` says for the figure farthest
+    from chance, how often chance alone strays that far, and the verdict against the line."""
+    d = result.details
+    table = d["ranks"]
+    far = max(table, key=lambda r: abs(r["z"]))
+    z = far["z"]
+    same = [r["figure"] for r in table if r["true_mean_rank"] == far["true_mean_rank"]]
+    who = " and ".join(same) if len(same) > 1 else far["figure"]
+    leaks = [r["figure"] for r in table if abs(r["z"]) > LEAK_SIGMAS]
+    side = "slower" if z > 0 else "faster"
+    note = " (a cache hit would make it faster, not slower)" if z > 0 else ""
+    verdict = (f"{' and '.join(leaks)} {'crosses' if len(leaks) == 1 else 'cross'} the "
+               f"{LEAK_SIGMAS:g}-sd line: the true guess is "
+               "singled out, a leak." if leaks else
+               f"No figure crosses the {LEAK_SIGMAS:g}-sd line (chance reaches it "
+               f"{_once_in(_two_sided(LEAK_SIGMAS))}), so none singles out the true "
+               "guess: it ranks like any other.")
+    return (f"Over {d['rounds']} rounds of {d['candidates']} guesses, chance puts the true "
+            f"guess's mean rank at {far['chance']:g} ± {far['sd']:g}. Farthest from it: {who}, "
+            f"mean rank {far['true_mean_rank']:g}, z = {z:+.2f}: the true guess ranked {abs(z):.2f} "
+            f"sd {side} than chance{note}, a distance chance alone reaches "
+            f"{_once_in(_two_sided(z))}. {verdict}")

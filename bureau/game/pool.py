@@ -110,4 +110,19 @@ def summary(table: pd.DataFrame, bureau_lost: dict[str, bool]) -> pd.DataFrame:
     return out.reset_index()
 
 
-__all__ = ["bureau_play", "play", "summary"]
+def reading(table: pd.DataFrame) -> str:
+    """:func:`play`'s count beside the random draw's, in a sentence whose verdict is computed
+    from the two (the leakage lab's tolerance, :func:`bureau.labs.leakage.report.directions
+    .compare`): relevance against chance, not a typed claim."""
+    from ..labs.leakage.report.directions import compare
+
+    pool, n = int(table["pool_breaks"].sum()), len(table)
+    rnd = float(table["random_breaks"].sum())
+    verdict = {"about as much as": "no better than", "more than": "worse than",
+               "less than": "better than"}[compare(pool, rnd)]
+    return (f"{pool} of {n} searches broke a rule; a random draw of as many cards would break "
+            f"{rnd:.1f} on average: ranking by relevance kept secrets {verdict} drawing cards at "
+            "random.")
+
+
+__all__ = ["bureau_play", "play", "reading", "summary"]

@@ -28,6 +28,10 @@ class AttackResult:
     leaked: tuple[str, ...] = ()
     """Evidence of a leak (target text found, out-of-scope cards); empty when blocked."""
     details: dict[str, Any] = field(default_factory=dict)
+    mechanism: str = ""
+    """What stopped it, in a few words (the table's column; ``reason`` says it in full)."""
+    against: str = ""
+    """The actor it holds against and by what means, ``"an agent: ..."`` or ``"an observer: ..."``."""
 
     def __repr__(self) -> str:
         verdict = "BLOCKED" if self.blocked else "LEAKED"

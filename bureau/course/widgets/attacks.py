@@ -10,15 +10,21 @@ from ..attacks import AttackResult
 from ._common import esc, style_widget
 
 
-def attacks_html(results: Sequence[AttackResult]) -> str:
-    rows = "".join(
+def _row(r: AttackResult) -> str:
+    against = f"<br><i>holds against {esc(r.against)}</i>" if r.against else ""
+    return (
         f'<tr data-blocked="{str(r.blocked).lower()}">'
         f'<td class="bureau-check {"ok" if r.blocked else "fail"}">'
         f'{"🛡️ blocked" if r.blocked else "🚨 LEAKED"}</td>'
-        f"<td><b>{esc(r.name)}</b><br><code>{esc(r.attempt)}</code></td>"
+        f"<td><b>{esc(r.name)}</b><br><code>{esc(r.attempt)}</code>{against}</td>"
         f"<td>{esc(r.refusal or '—')}</td><td>{esc(r.reason)}</td></tr>"
-        for r in results
     )
+
+
+def attacks_html(results: Sequence[AttackResult]) -> str:
+    """The attacks as a table: outcome, the attempt and the actor it holds against, the
+    bureau's refusal, and why it failed."""
+    rows = "".join(_row(r) for r in results)
     blocked = sum(r.blocked for r in results)
     return (
         f'<div class="bureau-root"><h3>Attacks: {blocked}/{len(results)} blocked</h3>'

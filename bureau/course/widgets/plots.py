@@ -14,12 +14,12 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ...embedding import Encoder
-from ...figures import CourseFigure, new_figure
+from ...figures import ABSTRACTED, LEAKED, PRIVATE, PROTECTED, SHARED, CourseFigure, new_figure
 from ...model import BOARD, RetrievalTrace
 from ...service import Case
-from ..attacks import AttackResult
 
-BLUE, GREY, GREEN, RED, AMBER = "#2563eb", "#9ca3af", "#059669", "#dc2626", "#d97706"
+BLUE, GREY, GREEN, RED, AMBER = SHARED, PRIVATE, PROTECTED, LEAKED, ABSTRACTED
+"""The course palette (:mod:`bureau.figures`) under the names these plots used before it."""
 
 
 LessonFigure = CourseFigure
@@ -126,22 +126,6 @@ def board_copies(steps: Sequence[tuple[str, int]], pending: Sequence[int] | None
     else:
         title = f"The board ends with {copies[-1]} copy(ies)"
     ax.set_title(title, fontsize=10)
-    return fig
-
-
-def attack_outcomes(results: Sequence[AttackResult]) -> Figure:
-    """One bar per attack: blocked (green) or leaked (red)."""
-    fig, ax = _fig(7.0, 0.35 * len(results) + 1.2)
-    names = [r.name for r in results][::-1]
-    blocked = [r.blocked for r in results][::-1]
-    ax.barh(names, [1] * len(names), color=[GREEN if b else RED for b in blocked])
-    ax.set_xticks([])
-    ax.set_xlabel("outcome (green = blocked, red = leaked)")
-    ax.set_ylabel("attack")
-    leaked = sum(not r.blocked for r in results)
-    ax.set_title(f"{len(results) - leaked} of {len(results)} attacks blocked, {leaked} leaked",
-                 fontsize=11)
-    ax.tick_params(axis="y", labelsize=8)
     return fig
 
 

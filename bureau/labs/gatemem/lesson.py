@@ -28,6 +28,27 @@ def load(path: str = "", limit: int | None = None) -> GateMemSet:
     return load_gatemem(Path(path) if path else None, limit=limit)
 
 
+def describe(data: GateMemSet) -> str:
+    """What ``data`` holds, in a sentence: episodes per domain, turns, and the checkpoints of
+    each kind with the figure each one feeds (``safety`` checkpoints are GateMem's forgetting
+    checks, F); a slice says how much of the release it is."""
+    c = data.counts
+    per: dict[str, int] = {}
+    for e in data.episodes:
+        per[e.domain] = per.get(e.domain, 0) + 1
+    counts = set(per.values())
+    each = (f"{counts.pop()} in each domain ({', '.join(per)})" if len(counts) == 1
+            else ", ".join(f"{n} {d}" for d, n in per.items()))
+    out = (f"{c['episodes']} episodes, {each}; {c['turns']:,} turns; {c['checkpoints']} "
+           f"checkpoints: {c['utility']} utility (U), {c['privacy']} access control (A) and "
+           f"{c['safety']} forgetting (F, GateMem's 'safety')")
+    full = data.full_counts
+    if data.is_slice and full:
+        out += (f". Taken from the shipped slice; the whole release holds {full['episodes']} "
+                f"episodes and {full['checkpoints']:,} checkpoints")
+    return out + "."
+
+
 def run(bureau: Bureau, data: GateMemSet, k: int = 20,
         options: Mapping[str, bool] | None = None) -> GateMemResult:
     """The lab on ``data`` (quietly: no progress bar), each episode's case deleted after it."""
@@ -197,5 +218,5 @@ def check_rule_change(answer: Any) -> tuple[bool, str]:
     return True, moved(before, after)
 
 
-__all__ = ["QUESTION", "check_rule_change", "decisions", "demo", "episode_case", "figure", "findings", "headline",
+__all__ = ["QUESTION", "check_rule_change", "decisions", "demo", "describe", "episode_case", "figure", "findings", "headline",
            "load", "losses", "moved", "policy_of", "rules_of", "run", "summarise", "table"]

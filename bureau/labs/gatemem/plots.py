@@ -12,11 +12,29 @@ from typing import Any
 
 import numpy as np
 
-from bureau.figures import CourseFigure, new_figure
+from bureau.figures import (
+    CHANCE,
+    LEAKED,
+    PRIVATE,
+    PROTECTED,
+    PROTECTED_SHADES,
+    PUBLISHED,
+    SHARED,
+    CourseFigure,
+    integer_ticks,
+    new_figure,
+)
 
-COLORS = {"bureau": "#1b7837", "shared_pool": "#b2182b", "owner_only": "#2166ac",
-          "random": "#999999"}
-BAND = "#f4a582"
+COLORS = {"bureau": PROTECTED, "shared_pool": LEAKED, "owner_only": PROTECTED_SHADES[2],
+          "random": CHANCE}
+"""The course palette (:mod:`bureau.figures`): the bureau green (owner-only, a bureau too, a
+lighter green), the shared pool red, the random draw grey."""
+BAND = PUBLISHED
+"""The leaderboard's range and rows: figures others published, never ranked with this run's."""
+LOSS_COLORS = {"withheld": PROTECTED_SHADES, "not ranked": (SHARED,), "deleted": ("#7c3aed",),
+               "never said in one turn": (PRIVATE,)}
+"""Why a utility checkpoint failed: withheld by a rule green (the withhold colour, a shade per
+rule), allowed but not in the top k blue (meant to cross), deleted violet, never said grey."""
 
 
 def pct(x: float) -> str:
@@ -78,10 +96,13 @@ def uaf_figure(summary: Mapping[str, Any]) -> CourseFigure:
                              zip(vals, his, strict=True)]])
             ax.bar(x - 0.4 + width * (j + 0.5), vals, width, yerr=err, capsize=2,
                    color=COLORS.get(pol, "#666"), label=summary["policy_labels"].get(pol, pol))
-        ax.set_xticks(x, domains)
+        # Each bar is a share of a handful of checkpoints: the count under each domain says how
+        # many (a share of one is 0 or 1 whatever the truth).
+        ax.set_xticks(x, [f"{d}\nn={_cell(summary, d, policies[0]).get(f'n_{key}', '?')}"
+                          for d in domains])
         ax.set_title(fig_name, fontsize=10)
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel("domain")
+        ax.set_xlabel("domain (n: its checkpoints of this kind)")
     axes[0].set_ylabel("share of checkpoints (evidence handed over)")
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(_band(0, 0, 0, 0))
@@ -103,10 +124,16 @@ def headline_title(summary: Mapping[str, Any]) -> str:
     if h is None:
         return "Utility against access violations"
     kept, avoided = h["utility_kept"], h["violations_avoided"]
-    return (f"Utility kept against violations avoided: the bureau keeps {pct(kept)} of the "
-            f"shared pool's utility and avoids {pct(avoided)} of its access violations "
-            f"(95 % intervals {pct(h['utility_kept_lo'])}–{pct(h['utility_kept_hi'])} and "
-            f"{pct(h['violations_avoided_lo'])}–{pct(h['violations_avoided_hi'])})")
+    head = (f"Utility kept against violations avoided: the bureau keeps {pct(kept)} of the "
+            f"shared pool's utility and avoids {pct(avoided)} of its access violations")
+    cell = _cell(summary, "all", "bureau")
+    if pct(h["utility_kept_lo"]) == pct(h["utility_kept_hi"]) and \
+            pct(h["violations_avoided_lo"]) == pct(h["violations_avoided_hi"]):
+        # Resampling episodes within a domain of one episode gives that episode back: no interval.
+        return (f"{head} ({cell.get('episodes', '?')} episodes, one per domain: too few for an "
+                "interval)")
+    return (f"{head} (95 % intervals {pct(h['utility_kept_lo'])}–{pct(h['utility_kept_hi'])} "
+            f"and {pct(h['violations_avoided_lo'])}–{pct(h['violations_avoided_hi'])})")
 
 
 def headline_figure(summary: Mapping[str, Any]) -> CourseFigure:
@@ -116,7 +143,8 @@ def headline_figure(summary: Mapping[str, Any]) -> CourseFigure:
     board = summary.get("leaderboard_rows", [])
     if board:
         ax.scatter([r["a"] / 100 for r in board], [r["u"] / 100 for r in board], s=10,
-                   color="#cccccc", label="leaderboard rows (LLM answers, judged)", zorder=1)
+                   color=BAND, alpha=0.6, label="leaderboard rows (LLM answers, judged)",
+                   zorder=1)
     markers = {"medical": "o", "office": "s", "education": "^", "household": "D", "all": "*"}
     for pol in summary["policies"]:
         for d in [*_domains(summary), "all"]:
@@ -164,7 +192,7 @@ def losses_figure(summary: Mapping[str, Any]) -> CourseFigure:
     fig = new_figure(9.5, 4.2)
     ax = fig.subplots()
     left = np.zeros(len(domains))
-    cmap = _palette(len(labels))
+    cmap = _loss_colours(labels)
     for i, label in enumerate(labels):
         vals = np.array([sum(r["checkpoints"] for r in rows if r["domain"] == d and (
             r["loss"] + (f": {r['loss_detail']}" if r["loss_detail"] else "")) == label)
@@ -172,6 +200,7 @@ def losses_figure(summary: Mapping[str, Any]) -> CourseFigure:
         ax.barh(domains, vals, left=left, color=cmap[i], label=label)
         left += vals
     ax.set_xlabel("failed utility checkpoints (the bureau's evidence lacked an include)")
+    integer_ticks(ax.xaxis)
     ax.set_ylabel("domain")
     if labels:
         ax.legend(fontsize=8, loc="best")
@@ -179,11 +208,17 @@ def losses_figure(summary: Mapping[str, Any]) -> CourseFigure:
     return fig
 
 
-def _palette(n: int) -> Sequence[Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    return [cmap(i % 10) for i in range(n)]
+def _loss_colours(labels: Sequence[str]) -> list[str]:
+    """One colour per loss label (``"withheld: <rule>"`` and the rest), from :data:`LOSS_COLORS`:
+    the labels of one cause take its shades in turn."""
+    used: dict[str, int] = {}
+    out = []
+    for label in labels:
+        cause = label.split(":")[0]
+        shades = LOSS_COLORS.get(cause, (CHANCE,))
+        out.append(shades[used.get(cause, 0) % len(shades)])
+        used[cause] = used.get(cause, 0) + 1
+    return out
 
 
 def _wrap(text: str, width: int = 120) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...errors import InvalidArgumentError
-from ...figures import new_figure
+from ...figures import LEAKED, PROTECTED, PROTECTED_SHADES, new_figure, share_label
 from ...quotas import lifted
 
 if TYPE_CHECKING:
@@ -50,9 +50,10 @@ class LabReport:
         """One row per trial and system."""
         return pd.DataFrame([row for t in self.trials for row in t.rows()])
 
-    def summary(self) -> pd.DataFrame:
+    def summary(self, published: bool = True) -> pd.DataFrame:
         """Two readings per system, **disclosure** and **integrity**, with counts; the published
-        rates sit in the integrity column (they count whether the agent acts on the attack)."""
+        rates sit in the integrity column (they count whether the agent acts on the attack).
+        ``published=False``: this run's rows only, every column measured (no empty cells)."""
         rows = []
         df = self.table()
         for system in ("bureau", "bureau-tools", "naive"):
@@ -82,7 +83,7 @@ class LabReport:
                 "integrity_rate": (steered / n if n else 0.0) if has else None,
                 "measures": "this lab, the stand-in",
             })
-        for p in PUBLISHED:
+        for p in PUBLISHED if published else ():
             rows.append({"system": f"{p['attack']} (published: {p['paper']})", "model": "—",
                          "disclosure": "—", "integrity": f"{p['attack_success_rate']:.1%}",
                          "integrity_rate": p["attack_success_rate"],
@@ -112,6 +113,52 @@ class LabReport:
                .reset_index())
         out["disclosure_rate"] = out["disclosures"] / out["attempts"]
         out["integrity_rate"] = out["steered"] / out["attempts"]
+        return out
+
+    def families(self) -> pd.DataFrame:
+        """:meth:`by_family` as a lesson reads it: per attack family, each system's disclosures
+        and steered answers as counts of its attempts ("0 of 2"), never a bare rate of a
+        handful, and how many reached the model at all."""
+        fam = self.by_family()
+        rows = []
+        for family, part in fam.groupby("family", sort=False):
+            row: dict[str, Any] = {"family": family}
+            for system, label in (("bureau", "bureau"), ("bureau-tools", "bureau, tool agent"),
+                                  ("naive", "shared pool")):
+                r = part[part["system"] == system]
+                if r.empty:
+                    continue
+                r = r.iloc[0]
+                n = int(r["attempts"])
+                row[f"{label}: reached the model"] = f"{int(r['reached_model'])} of {n}"
+                row[f"{label}: disclosed"] = f"{int(r['disclosures'])} of {n}"
+                row[f"{label}: steered"] = f"{int(r['steered'])} of {n}"
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def family_reading(self) -> str:
+        """The families' counts summed, in sentences computed from them: disclosure and
+        integrity for each system, and how many of the bureau's attempts never reached the
+        model (no card in its scopes was relevant, so the answer was 'I don't know')."""
+        fam = self.by_family()
+        tot = fam.groupby("system", sort=False)[["attempts", "reached_model", "disclosures",
+                                                 "steered"]].sum()
+        names = {"bureau": "the bureau", "bureau-tools": "the bureau's tool agent",
+                 "naive": "the shared pool"}
+        present = [s for s in names if s in tot.index]
+
+        def each(col: str) -> str:
+            return ", ".join(f"{names[s]} {int(tot.loc[s, col])} of {int(tot.loc[s, 'attempts'])}"
+                             for s in present)
+
+        out = (f"Over {fam['family'].nunique()} attack families: disclosure {each('disclosures')}; "
+               f"integrity (a steered answer accepted as the role's) {each('steered')}.")
+        if "bureau" in tot.index:
+            missed = int(tot.loc["bureau", "attempts"] - tot.loc["bureau", "reached_model"])
+            if missed:
+                out += (f" {missed} of the bureau's {int(tot.loc['bureau', 'attempts'])} attempts "
+                        "never reached the model: no card in the attacker's scopes was relevant, "
+                        "so the answer was 'I don't know'.")
         return out
 
     def _part(self, system: str, family: str | None = None) -> list[Any]:
@@ -149,8 +196,8 @@ class LabReport:
         ids = list(dict.fromkeys(data["injection"]))
         fig = new_figure(8.5, 3.8)
         ax = fig.add_subplot()
-        systems = [("naive", "#dc2626", "shared pool"), ("bureau", "#059669", "bureau"),
-                   ("bureau-tools", "#2563eb", "bureau, tool-calling agent")]
+        systems = [("naive", LEAKED, "shared pool"), ("bureau", PROTECTED, "bureau"),
+                   ("bureau-tools", PROTECTED_SHADES[0], "bureau, tool-calling agent")]
         systems = [s for s in systems if (data["system"] == s[0]).any()]
         width = 0.8 / len(systems)
         for k, (system, colour, label) in enumerate(systems):
@@ -159,11 +206,16 @@ class LabReport:
             xs = [j + (k - (len(systems) - 1) / 2) * width for j in range(len(ids))]
             bars = ax.bar(xs, rates, width, color=colour, label=label)
             for bar, i in zip(bars, ids, strict=True):
-                ax.annotate(f"{int(part.loc[i, 'successes'])}/{int(part.loc[i, 'attempts'])}",
+                ax.annotate(share_label(int(part.loc[i, "successes"]),
+                                        int(part.loc[i, "attempts"])),
                             (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                             ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(ids)), ids, rotation=30, ha="right", fontsize=7)
-        ax.set_xlabel("injection (the lab's own, then the external catalogue's, by channel)")
+        families = set(data["family"])  # name only the catalogues this run used
+        which = [w for w, used in (("the lab's own", "own" in families),
+                                   ("the external catalogue's", bool(families - {"own"})))
+                 if used]
+        ax.set_xlabel(f"injection ({', then '.join(which)}, by channel)")
         ax.set_ylabel("disclosure rate (%)")
         ax.set_ylim(0, 128)
         ax.set_yticks(range(0, 101, 20))
@@ -238,13 +290,15 @@ def run_lab(bureau: Bureau, scenarios: Sequence[str] | None = None,
 
 
 def published() -> pd.DataFrame:
-    """The published figures and how their setups differ from this lab's."""
+    """The published figures and how their setups differ from this lab's. Its rate is text, so
+    this lab's row (two readings, measured per run) says where its figures are, not "NaN"."""
     rows = [{"attack": p["attack"], "paper": p["paper"],
-             "attack_success_rate": p["attack_success_rate"], "measures": p["measures"],
+             "attack success": f"{p['attack_success_rate']:.1%}", "measures": p["measures"],
              "definition": p["definition"], "setup": p["setup"], "checked": p["checked"]}
             for p in PUBLISHED]
     rows.append({
-        "attack": "this lab", "paper": "bureau/labs/injection/", "attack_success_rate": None,
+        "attack": "this lab", "paper": "bureau/labs/injection/",
+        "attack success": "per run: disclosure and integrity counts, per family",
         "measures": "disclosure and integrity", "definition": f"{DISCLOSURE}; {INTEGRITY}",
         "setup": "the lab's own eight injections and AgentDojo's attack templates (board, "
                  "untrusted tool output) against a stand-in that obeys every order it reads, in "
@@ -339,7 +393,7 @@ def run_cli(scenarios: str = "", temperament: str = "gullible", targets_per_scen
     cols = ["system", "attempts", "reached_model", "model_obeyed", "disclosure",
             "disclosure_of_reached", "obeyed_goal", "rejected_by_defence", "integrity"]
     with pd.option_context("display.width", 220, "display.max_colwidth", 60):
-        summary = report.summary()[cols].to_string(index=False)
+        summary = report.summary(published=False)[cols].to_string(index=False)
         families = report.by_family().to_string(index=False)
         per = report.by_injection().to_string(index=False)
     src = report.external

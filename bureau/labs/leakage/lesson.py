@@ -57,10 +57,12 @@ __all__ = [
     "SOCIAL_MINI",
     "SOCIAL_SLICE",
     "at_threshold",
+    "beside_reading",
     "beside_the_full_set",
     "c_versus_d",
     "check_threshold",
     "compare",
+    "depth_reading",
     "headline",
     "domain_table",
     "load_dataset",
@@ -150,6 +152,53 @@ def beside_the_full_set(figures: dict[str, Any], which: str = "magpie") -> pd.Da
     rows = [{"figure": text, **{name: fig.get(key) for name, fig in columns.items()}}
             for key, text in FULL_FIGURES]
     return pd.DataFrame(rows).set_index("figure").astype(float).round(3)
+
+
+def beside_reading(figures: dict[str, Any], which: str = "magpie",
+                   scenarios: int | None = None) -> str:
+    """:func:`beside_the_full_set` in a sentence computed from it: the row where this run strays
+    farthest from the full benchmark, and how far the whole slice strays at most, so a learner
+    knows which column to quote."""
+    stored = slice_figures(MAGPIE_SLICE if which == "magpie" else SOCIAL_SLICE)
+    full, whole = stored.get("full"), stored.get("slice")
+    if not full:
+        return "No full-benchmark figures ship with this slice: read this run's on their own."
+    gaps = [(abs(figures[key] - full[key]), key, text) for key, text in FULL_FIGURES
+            if figures.get(key) is not None and full.get(key) is not None]
+    gap, key, text = max(gaps)
+    run = f"this run ({scenarios} scenarios)" if scenarios else "this run"
+    out = (f"Beside the full benchmark ({full['scenarios']} scenarios), {run} strays farthest on "
+           f"\"{text}\": {figures[key]:.3f} against {full[key]:.3f} ({figures[key] - full[key]:+.3f})")
+    if whole:
+        most = max(abs(whole[k] - full[k]) for k, _ in FULL_FIGURES
+                   if whole.get(k) is not None and full.get(k) is not None)
+        out += f"; the whole slice ({whole['scenarios']} scenarios) strays at most {most:.3f}"
+    return (out + ". A run on part of a benchmark is a sample of it: read its figures against "
+            "each other (the pool beside its own random draw), and quote the full benchmark's.")
+
+
+def depth_reading(table: pd.DataFrame) -> str:
+    """The shared pool's leak beside the random draw's as k grows (``summary_table`` rows), in a
+    sentence computed from them: where the two start, and the depth where they meet, if any."""
+    from bureau.labs.leakage.report.directions import compare as _compare
+
+    rows = table[table["policy"] == SHARED_POOL].sort_values("k")
+    first = rows.iloc[0]
+    start = (f"At top-{int(first['k'])} the shared pool leaks {first['pair_leak']:.1%} of private "
+             f"pairs, a random draw of the same size {first['random_pair_leak']:.1%}")
+    if _compare(first["pair_leak"], first["random_pair_leak"]) == "about as much as":
+        return (f"{start}: about as much from the first depth, so the ranking holds nothing back "
+                "at any k.")
+    meet = next((r for _, r in rows.iloc[1:].iterrows()
+                 if _compare(r["pair_leak"], r["random_pair_leak"]) == "about as much as"), None)
+    if meet is not None:
+        return (f"{start}; by top-{int(meet['k'])} the two meet ({meet['pair_leak']:.1%} and "
+                f"{meet['random_pair_leak']:.1%}): once the top-k holds most of a scenario's "
+                "items, the ranking holds nothing back.")
+    last = rows.iloc[-1]
+    return (f"{start}; at top-{int(last['k'])}, {last['pair_leak']:.1%} against "
+            f"{last['random_pair_leak']:.1%}: the ranking delays the secrets, and the leak still "
+            "climbs with k.")
 
 
 def scenario_cards(scenario: Any) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from bureau.figures import ABSTRACTED, CHANCE, LEAKED, PROTECTED_SHADES, SHARED, integer_ticks
 from bureau.labs.leakage.metrics.metrics import relevance_auroc, roc_points
 from bureau.labs.leakage.policies.policies import (
     BUREAU_POLICIES,
@@ -23,13 +24,16 @@ if TYPE_CHECKING:
     from bureau.labs.leakage.result import LabResult
 
 COLORS = {
-    "a_shared_pool_with_own": "#e59866",
-    "a_shared_pool_others": "#c0392b",
-    "b_bureau_closed": "#7f8c8d",
-    "c_bureau_published": "#2471a3",
-    "d_bureau_abstractions": "#1e8449",
+    "a_shared_pool_with_own": "#f87171",
+    "a_shared_pool_others": LEAKED,
+    "b_bureau_closed": PROTECTED_SHADES[0],
+    "c_bureau_published": PROTECTED_SHADES[1],
+    "d_bureau_abstractions": PROTECTED_SHADES[2],
     "e_bureau_mediated": "#7d3c98",
 }
+"""The course palette (:mod:`bureau.figures`): the shared pools red, the bureau's policies
+green (markers tell b, c and d apart), a random draw grey and dashed."""
+RANDOM_COLORS = {"a_shared_pool_others": CHANCE, "a_shared_pool_with_own": "#d1d5db"}
 
 
 def _figure(width: float, height: float, layout: str | None = None) -> Figure:
@@ -84,21 +88,22 @@ def tradeoff(summary: pd.DataFrame, name: str = "MAGPIE") -> Figure:
     return fig
 
 
-def roc(result: LabResult) -> Figure:
+def roc(result: LabResult, role_query: bool = True) -> Figure:
     """ROC curve of raw relevance (cosine to the task query) as a shareable-vs-private
-    classifier, with the ``role: task`` query's curve beside it."""
+    classifier, with the ``role: task`` query's curve beside it (``role_query=False``: the task
+    query's alone, as lesson 05 reads it)."""
     pairs = result.policy(SHARED_POOL)
     others = pairs[pairs["requester"] != pairs["owner"]]
     fig = _figure(5.2, 5.0)
     ax = fig.add_subplot()
     auc = relevance_auroc(others["score_task"], others["label"])
-    for column, label, style in (("score_task", "task", "-"), ("score_role_task", "role: task",
-                                                                ":")):
+    queries = (("score_task", "task", "-"), ("score_role_task", "role: task", ":"))
+    for column, label, style in queries if role_query else queries[:1]:
         points = roc_points(others[column], others["label"])
         ax.plot(points["fpr"], points["tpr"], style, color=COLORS[SHARED_POOL],
                 label=f"cosine to the {label} query (AUROC "
                       f"{relevance_auroc(others[column], others['label']):.3f})")
-    ax.plot([0, 1], [0, 1], "--", color="grey", label="no information (0.5)")
+    ax.plot([0, 1], [0, 1], "--", color=CHANCE, label="no information (0.5)")
     ax.set_xlabel("false positive rate: private pairs ranked as shareable")
     ax.set_ylabel("true positive rate: shareable pairs ranked as shareable")
     ax.set_aspect("equal")
@@ -134,7 +139,7 @@ def domains(domain_table: pd.DataFrame, top: int = 25, name: str = "MAGPIE") -> 
               color=COLORS[SHARED_POOL], label=POLICY_LABELS[SHARED_POOL])
     rnd = domain_table[domain_table["policy"] == SHARED_POOL].set_index("domain")
     left.scatter(100 * rnd.loc[leak.index, "random_leak_rate_pairs"].fillna(0), ys, s=40,
-                 marker="|", color="black", label="random draw, same pool", zorder=4)
+                 marker="|", color=CHANCE, label="random draw, same pool", zorder=4)
     for policy in BUREAU_POLICIES:
         left.scatter(100 * leak[policy].fillna(0), ys, s=14, marker=MARKERS[policy],
                      color=COLORS[policy], label=POLICY_LABELS[policy], zorder=3)
@@ -166,7 +171,8 @@ def domains(domain_table: pd.DataFrame, top: int = 25, name: str = "MAGPIE") -> 
     return fig
 
 
-def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None) -> Figure:
+def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None,
+             with_own: bool = False) -> Figure:
     """Leak (left) and shareable recall (right) of both shared pools against depth, each beside
     its random expectation (dashed), and the bureau policies at their budget.
 
@@ -174,7 +180,9 @@ def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None) 
     scopes, so its points stand at ``2k`` cards in all. ``versus``: how the pool's leak compares
     with the random draw's, from a run's bootstrap interval
     (:func:`~bureau.labs.leakage.claims.against_chance`); without it, the two figures are
-    compared with :func:`.directions.compare`'s tolerance.
+    compared with :func:`.directions.compare`'s tolerance. ``with_own``: the pool that also
+    holds the requester's own items too (the report's; a lesson shows the headline pool only).
+    The x axis ticks at the depths measured, whole cards.
     """
     fig = _figure(10.0, 4.2, layout="constrained")
     left, right = fig.subplots(1, 2)
@@ -182,11 +190,11 @@ def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None) 
                                 "(% of pairs)"),
                                (right, "shareable_recall", "random_shareable_recall",
                                 "shareable recall (% of pairs)")):
-        for policy in (SHARED_POOL, SHARED_POOL_WITH_OWN):
+        for policy in (SHARED_POOL, SHARED_POOL_WITH_OWN) if with_own else (SHARED_POOL,):
             rows = table[table["policy"] == policy].sort_values("k")
             ax.plot(rows["k"], 100 * rows[col], marker=MARKERS[policy], color=COLORS[policy],
                     label=POLICY_LABELS[policy])
-            ax.plot(rows["k"], 100 * rows[rnd], "--", color=COLORS[policy], alpha=0.8,
+            ax.plot(rows["k"], 100 * rows[rnd], "--", color=RANDOM_COLORS[policy],
                     label=f"random draw, {POLICY_LABELS[policy].split(':')[1].strip()}")
         for size, policy in zip((110, 70, 35), BUREAU_POLICIES, strict=True):  # drawn over
             rows = table[table["policy"] == policy]                          # one another
@@ -194,6 +202,13 @@ def baseline(table: pd.DataFrame, name: str, k: int, versus: str | None = None) 
                        color=COLORS[policy], label=f"{POLICY_LABELS[policy]} (k per scope)",
                        zorder=4)
         ax.set_xlabel("cards retrieved in all (k; the bureau: k per scope × two scopes)")
+        pool_k = table[table["policy"] == SHARED_POOL]["k"].dropna()
+        bureau_k = table[table["policy"].isin(BUREAU_POLICIES)]["k"].dropna()
+        depths = sorted({int(x) for x in pool_k} | {2 * int(x) for x in bureau_k})
+        if len(depths) <= 12:
+            ax.set_xticks(depths)
+        else:
+            integer_ticks(ax.xaxis)
         ax.set_ylabel(what)
         ax.grid(alpha=0.3)
     handles, labels = left.get_legend_handles_labels()
@@ -223,9 +238,9 @@ def mediation(summary: pd.DataFrame, mediated: dict, name: str = "MAGPIE") -> Fi
     recall = [100 * rows.loc[p, "shareable_recall"] for p in POLICIES]
     recall.append(100 * mediated["min_info_recall"])
     x = np.arange(len(names))
-    ax.bar(x - 0.2, leak, 0.4, color="#c0392b", label="private pairs leaked (raw)")
-    ax.bar(x + 0.2, recall, 0.4, color="#2471a3", label="shareable pairs delivered")
-    ax.bar(len(names) - 1 + 0.6, 100 * mediated["abstract_coverage"], 0.4, color="#7d3c98",
+    ax.bar(x - 0.2, leak, 0.4, color=LEAKED, label="private pairs leaked (raw)")
+    ax.bar(x + 0.2, recall, 0.4, color=SHARED, label="shareable pairs delivered")
+    ax.bar(len(names) - 1 + 0.6, 100 * mediated["abstract_coverage"], 0.4, color=ABSTRACTED,
            label="private pairs with an abstraction: abstraction delivered")
     ax.set_xticks(x, [POLICY_LABELS.get(p, "e: bureau + mediation") for p in names],
                   rotation=20, ha="right")
@@ -253,7 +268,7 @@ def content_mediator(measured: dict, name: str = "MAGPIE") -> Figure:
     fig = _figure(6.4, 4.6, layout="constrained")
     ax = fig.add_subplot()
     line = np.linspace(0, 100, 2)
-    ax.plot(line, line, color="#7f8c8d", linestyle="--", label="random mediator (leak = recall)")
+    ax.plot(line, line, color=CHANCE, linestyle="--", label="random mediator (leak = recall)")
     cm = measured.get("content_mediator") or {}
     if cm:
         lab = cm["labels"]

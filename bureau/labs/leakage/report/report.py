@@ -150,7 +150,7 @@ def write_outputs(
     for a in analyses:
         figures_ = {
             "tradeoff": plots.tradeoff(a.policies, a.name),
-            "baseline": plots.baseline(a.table, a.name, a.result.k),
+            "baseline": plots.baseline(a.table, a.name, a.result.k, with_own=True),
             "roc": plots.roc(a.result),
             "domains": plots.domains(a.domains, name=a.name),
             "mediation": plots.mediation(a.policies, a.mediated, a.name),
