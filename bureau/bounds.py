@@ -61,9 +61,10 @@ def session_sql() -> str:
     return "SET SESSION " + ", ".join(f"{k} = {v}" for k, v in session_settings().items())
 
 
-def codes_of(exc: BaseException) -> set[int]:
+def codes_of(exc: BaseException, *, messages: bool = True) -> set[int]:
     """MySQL/seekdb error codes anywhere in an exception's chain (SQLAlchemy wraps the driver's
-    in ``.orig``, PowerMem re-raises, pylibseekdb puts ``code=N`` in its message)."""
+    in ``.orig``, PowerMem re-raises, pylibseekdb puts ``code=N`` in its message; ``messages``:
+    read those too)."""
     import re
 
     out: set[int] = set()
@@ -77,7 +78,8 @@ def codes_of(exc: BaseException) -> set[int]:
         args = getattr(e, "args", ())
         if args and isinstance(args[0], int):
             out.add(args[0])
-        out.update(int(m) for m in re.findall(r"code=(-?\d+)", str(e)))
+        if messages:
+            out.update(int(m) for m in re.findall(r"code=(-?\d+)", str(e)))
         todo += [getattr(e, "orig", None), e.__cause__, e.__context__]
     return out
 

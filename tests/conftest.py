@@ -181,6 +181,18 @@ def case(bureau):
     bureau.delete_case(c.id)
 
 
+@pytest.fixture
+def chat(monkeypatch):
+    """A scripted OpenAI-compatible server (:mod:`fake_openai`), with the key the LLM settings
+    of the tests name set."""
+    from fake_openai import FakeOpenAI
+
+    monkeypatch.setenv("BUREAU_TEST_LLM_KEY", "test-key")
+    fake = FakeOpenAI()
+    yield fake
+    fake.close()
+
+
 def shows(text: str, needle: str) -> bool:
     """``needle`` as a token of its own in ``text``. A secret like "7319" or "0427" also turns up
     inside long random card ids, run ids, hex digests and timings (about one run in a hundred);

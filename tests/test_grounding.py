@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_openai import FakeOpenAI
 
 from bureau.responders import EvidenceResponder
 from bureau.responders.grounding import UNVERIFIED
@@ -73,14 +72,6 @@ def test_untrusted_evidence_alone_is_not_knowledge(case, responder):
     assert not answer.known and answer.text.startswith(UNVERIFIED)
     assert answer.cited == (page.id,) and "untrusted tool output from “" in answer.text
     assert f"“{ALIBI_POISON}”" in answer.text  # quoted as data, never stated as fact
-
-
-@pytest.fixture
-def chat(monkeypatch):
-    monkeypatch.setenv("BUREAU_TEST_LLM_KEY", "test-key")
-    fake = FakeOpenAI()
-    yield fake
-    fake.close()
 
 
 def _llm(chat):

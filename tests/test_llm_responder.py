@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_openai import FakeOpenAI
 
 from bureau.errors import ConfigurationError
 from bureau.responders.llm import LLMResponder
@@ -17,14 +16,6 @@ from bureau.service.read_paths import as_text
 from bureau.settings import LLMSettings
 
 SAFE_Q = "What is the combination of the safe in the study?"
-
-
-@pytest.fixture
-def chat(monkeypatch):
-    monkeypatch.setenv("BUREAU_TEST_LLM_KEY", "test-key")
-    fake = FakeOpenAI()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture

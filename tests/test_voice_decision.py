@@ -30,14 +30,6 @@ MEASURED_QWEN = ("The combination of the safe in the study is a grey raincoat an
                  "muddy boot print.")
 
 
-@pytest.fixture
-def chat(monkeypatch):
-    monkeypatch.setenv("BUREAU_TEST_LLM_KEY", "test-key")
-    fake = FakeOpenAI()
-    yield fake
-    fake.close()
-
-
 def _ask(chat: FakeOpenAI, request: VoiceRequest, answer: str, *, known: bool = True,
          cite_all: bool = True):
     cards = evidence(request)

@@ -17,34 +17,18 @@ learner says.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
-from ..errors import InvalidTextError
-from ..text import MAX_CARD_CHARS, MAX_QUESTION_CHARS, clean_name, clean_text
+from ..text import MAX_QUESTION_CHARS
+from .fields import Strict as _Strict
+from .fields import checked_name as _name
+from .fields import checked_text as _text
 
 MOVES = ("whisper", "interrogate", "publish", "grant", "revoke", "forget")
 """What the chief can do to a case: write a private card, ask a role, copy a card to the board,
 grant one reading, withdraw a card, forget it for good."""
 MAX_ANSWER_TOKENS = 8
 MAX_RULES = 8
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _text(value: str, what: str, max_chars: int = MAX_CARD_CHARS) -> str:
-    try:
-        return clean_text(value, what=what, max_chars=max_chars)
-    except InvalidTextError as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _name(value: str, what: str) -> str:
-    try:
-        return clean_name(value, what=what)
-    except InvalidTextError as exc:
-        raise ValueError(str(exc)) from None
 
 
 class NeverRule(_Strict):

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -24,10 +22,13 @@ from ..datafiles import (
     Limits,
     field_path,
 )
-from ..errors import InvalidTextError, ScenarioError
+from ..errors import ScenarioError
 from ..model import BOARD
-from ..text import MAX_CARD_CHARS, MAX_QUESTION_CHARS, clean_name, clean_text, short_repr
+from ..text import MAX_CARD_CHARS, MAX_QUESTION_CHARS, short_repr
 from .case_file import CaseFile
+from .fields import Strict as _Strict
+from .fields import checked_name as _name
+from .fields import checked_text as _text
 
 MAX_TITLE_CHARS = 120
 """Titles are shown as headings in widgets and tables; a paragraph belongs in ``summary``."""
@@ -84,24 +85,6 @@ class Problems(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems))
-
-
-def _name(value: str, what: str) -> str:
-    try:
-        return clean_name(value, what=what)
-    except InvalidTextError as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _text(value: str, what: str, max_chars: int) -> str:
-    try:
-        return clean_text(value, what=what, max_chars=max_chars)
-    except InvalidTextError as exc:
-        raise ValueError(str(exc)) from None
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RoleSpec(_Strict):

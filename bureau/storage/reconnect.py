@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..bounds import codes_of
 from ..errors import ServerUnavailableError
 
 log = logging.getLogger(__name__)
@@ -60,27 +61,9 @@ DOWN_BUDGET_S = 5.0
 it fails typed, telling the learner to wait and re-run the cell."""
 
 
-def _codes(exc: BaseException) -> set[int]:
-    """MySQL error codes anywhere in an exception's chain (SQLAlchemy wraps pymysql's in
-    ``.orig``; PowerMem re-raises)."""
-    out: set[int] = set()
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        args = getattr(e, "args", ())
-        if args and isinstance(args[0], int):
-            out.add(args[0])
-        todo += [getattr(e, "orig", None), e.__cause__, e.__context__]
-    return out
-
-
 def is_lost(exc: BaseException) -> bool:
     """The connection died (a KILL, a server that went away): worth one reconnect."""
-    if _codes(exc) & (LOST | DOWN):
+    if codes_of(exc, messages=False) & (LOST | DOWN):
         return True
     if getattr(exc, "connection_invalidated", False):
         return True
@@ -90,7 +73,8 @@ def is_lost(exc: BaseException) -> bool:
 
 def is_down(exc: BaseException) -> bool:
     """Nobody listens on the server's port."""
-    return bool(_codes(exc) & DOWN) or "Can't connect to MySQL server" in str(exc)
+    return (bool(codes_of(exc, messages=False) & DOWN)
+            or "Can't connect to MySQL server" in str(exc))
 
 
 def unavailable(what: str, exc: BaseException | None = None,

@@ -14,15 +14,10 @@ course data.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-from bureau.errors import BureauError
 
 DESCRIPTION = ("Score GateMem's utility (U), access-control violations (A) and forgetting "
                "failures (F) on the evidence the bureau's boundary hands a voice, beside the "
@@ -68,20 +63,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    try:
-        return _run(args, started)
-    except BureauError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        hint = getattr(exc, "hint", None)
-        if hint:
-            print(f"hint: {hint}", file=sys.stderr)
-        return 2
+    from bureau.labs.cli_common import run_cli
+
+    return run_cli(_run, args)
 
 
 def _run(args: argparse.Namespace, started: float) -> int:
-    from tqdm import tqdm
-
+    from bureau.labs.cli_common import check_k_and_limit, lab_data_dir, progress_bar
     from bureau.labs.gatemem.dataset import DOMAINS, default_gatemem_path, load_gatemem
     from bureau.labs.gatemem.report import (
         check_lines,
@@ -94,15 +82,8 @@ def _run(args: argparse.Namespace, started: float) -> int:
     )
     from bureau.labs.gatemem.runner import run_lab
     from bureau.labs.gatemem.timing import embedding_floor, machine_load
-    from bureau.settings import LIMIT_RANGE
 
-    if not LIMIT_RANGE[0] <= args.k <= LIMIT_RANGE[1]:
-        print(f"error: --k must lie between {LIMIT_RANGE[0]} and {LIMIT_RANGE[1]}",
-              file=sys.stderr)
-        return 2
-    if args.limit is not None and args.limit < 1:
-        print("error: --limit must be at least 1", file=sys.stderr)
-        return 2
+    check_k_and_limit(args)
     source = default_gatemem_path() if args.full else args.dataset
     data = load_gatemem(source, tuple(args.domain or DOMAINS), args.limit)
     c = data.counts
@@ -110,19 +91,13 @@ def _run(args: argparse.Namespace, started: float) -> int:
           f"episodes, {c['turns']:,} turns, {c['checkpoints']:,} checkpoints "
           f"({c['utility']} utility, {c['privacy']} privacy, {c['safety']} safety); "
           f"k = {args.k}", flush=True)
-    data_dir = args.data_dir
-    if data_dir is None:
-        data_dir = Path(tempfile.mkdtemp(prefix="bureau-gatemem-"))
-        atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
+    data_dir = lab_data_dir(args.data_dir, "gatemem")
     from bureau.service import Bureau
 
     bureau = Bureau.open(data_dir)
     voice, standin = _voice(args, bureau)
     load_start = machine_load()
-
-    def progress(it, total):  # noqa: ANN001, ANN202 - the Progress protocol
-        return tqdm(it, total=total, desc="episodes", unit="ep", disable=args.quiet,
-                    file=sys.stderr)
+    progress = progress_bar("episodes", "ep", args.quiet)
 
     # A temporary data directory is thrown away at exit: the audit anchor moves once at the
     # end instead of after each of the ~10,000 audited consults (the leak lab's choice).

@@ -17,15 +17,10 @@ one store per process, and the lab writes ~10,000 cards that belong in no one's 
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-from bureau.errors import BureauError
 
 DESCRIPTION = ("Measure private leakage and shareable recall of five memory policies on "
                "MAGPIE and AgentSocialBench (shared pools vs the Bureau boundary), beside a random "
@@ -65,15 +60,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    try:
-        return _run(args, started)
-    except BureauError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        hint = getattr(exc, "hint", None)
-        if hint:
-            print(f"hint: {hint}", file=sys.stderr)
-        return 2
+    from bureau.labs.cli_common import run_cli
+
+    return run_cli(_run, args)
 
 
 def _sources(args: argparse.Namespace) -> list[Path]:
@@ -104,25 +93,16 @@ def _sources(args: argparse.Namespace) -> list[Path]:
 
 
 def _run(args: argparse.Namespace, started: float) -> int:
-    from tqdm import tqdm
-
+    from bureau.labs.cli_common import check_k_and_limit, lab_data_dir, progress_bar
     from bureau.labs.leakage.datasets.convert import load_lab
     from bureau.labs.leakage.metrics.analysis import analyse
     from bureau.labs.leakage.report.report import write_outputs
-    from bureau.labs.leakage.runner import MAX_K, run_labs
+    from bureau.labs.leakage.runner import run_labs
     from bureau.labs.leakage.timing import benchmark
 
-    if not 1 <= args.k <= MAX_K:  # the same range check_limit applies, said as a CLI error
-        print(f"error: --k must lie between 1 and {MAX_K}", file=sys.stderr)
-        return 2
-    if args.limit is not None and args.limit < 1:
-        print("error: --limit must be at least 1", file=sys.stderr)
-        return 2
+    check_k_and_limit(args)  # the range check_limit applies (1 to MAX_K), said as a CLI error
     labs = [load_lab(source, args.limit) for source in _sources(args)]
-    data_dir = args.data_dir
-    if data_dir is None:
-        data_dir = Path(tempfile.mkdtemp(prefix="bureau-leakage-"))
-        atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
+    data_dir = lab_data_dir(args.data_dir, "leakage")
 
     from bureau.service import Bureau
 
@@ -135,10 +115,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
             flush=True,
         )
     bureau = Bureau.open(data_dir)
-
-    def progress(it, total):  # noqa: ANN001, ANN202 - the Progress protocol
-        return tqdm(it, total=total, desc="scenarios", unit="scn", disable=args.quiet,
-                    file=sys.stderr)
+    progress = progress_bar("scenarios", "scn", args.quiet)
 
     # A temporary data directory is thrown away at exit, so nobody keeps its audit: the anchor
     # moves once at the end instead of after each of the ~30,000 audited consults (about 1 ms

@@ -14,11 +14,8 @@ imports stay light: ``bureau.__main__`` builds its parser from :func:`add_argume
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -67,19 +64,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the lab for parsed arguments; 0 on success, 2 on a user error (printed)."""
-    from bureau.errors import BureauError
+    from bureau.labs.cli_common import run_cli
 
-    started = time.perf_counter()
-    try:
-        return _run(args, started)
-    except BureauError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_cli(_run, args, hint=False)
 
 
 def _run(args: argparse.Namespace, started: float) -> int:
-    from tqdm import tqdm
-
+    from bureau.labs.cli_common import UsageError, check_k_and_limit, lab_data_dir, progress_bar
     from bureau.labs.poisoning.corpus import (
         SLICE_ITEMS,
         TRIGGER_ITEMS,
@@ -88,24 +79,15 @@ def _run(args: argparse.Namespace, started: float) -> int:
     )
     from bureau.labs.poisoning.report import console_lines, headline, summary_table, write_outputs
     from bureau.labs.poisoning.runner import run_poisoning
-    from bureau.settings import LIMIT_RANGE
 
-    if not LIMIT_RANGE[0] <= args.k <= LIMIT_RANGE[1]:
-        print(f"error: --k must lie between {LIMIT_RANGE[0]} and {LIMIT_RANGE[1]}",
-              file=sys.stderr)
-        return 2
-    if args.limit < 1:
-        print("error: --limit must be at least 1", file=sys.stderr)
-        return 2
+    check_k_and_limit(args)
     slice_items = SLICE_ITEMS if args.slice_items is None else args.slice_items
     if not 10 <= slice_items <= MAX_SLICE_ITEMS:
-        print(f"error: --slice must lie between 10 and {MAX_SLICE_ITEMS}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--slice must lie between 10 and {MAX_SLICE_ITEMS}")
     trigger_items = TRIGGER_ITEMS if args.trigger_items is None else args.trigger_items
     if not 1 <= trigger_items <= slice_items // 4:
-        print(f"error: --questions must lie between 1 and a quarter of --slice "
-              f"({slice_items // 4})", file=sys.stderr)
-        return 2
+        raise UsageError(f"--questions must lie between 1 and a quarter of --slice "
+                         f"({slice_items // 4})")
     sources, notes = resolve_sources(args.magpie, args.agentsocialbench)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -116,17 +98,11 @@ def _run(args: argparse.Namespace, started: float) -> int:
           f"victim cards, {sizes['trigger_questions']} trigger + {sizes['benign_questions']} "
           f"benign questions, {sizes['poisons']} poisons; k = {args.k}", flush=True)
 
-    data_dir = args.data_dir
-    if data_dir is None:
-        data_dir = Path(tempfile.mkdtemp(prefix="bureau-poisoning-"))
-        atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
+    data_dir = lab_data_dir(args.data_dir, "poisoning")
     from bureau.service import Bureau
 
     bureau = Bureau.open(data_dir)
-
-    def progress(it, total):  # noqa: ANN001, ANN202 - the runner's Progress protocol
-        return tqdm(it, total=total, desc="trials", unit="trial", disable=args.quiet,
-                    file=sys.stderr)
+    progress = progress_bar("trials", "trial", args.quiet)
 
     result = run_poisoning(bureau, corpus, k=args.k, progress=progress,
                            cleanup=args.data_dir is not None)
