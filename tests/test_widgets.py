@@ -364,7 +364,7 @@ def test_console_case_file_follows_a_winning_line(bureau, case, closing, no_call
     rows = progress.cases_table(bureau.settings.data_dir)
     mine = rows[rows["case"] == case.id].to_dict("records")
     assert mine == [{"case": case.id, "scenario": "safe-combination", "status": "solved",
-                     "moves": 3, "rules kept": "3/3"}]
+                     "moves": 3, "rules kept": "4/4"}]
 
 
 def test_console_case_file_follows_a_losing_line_and_events_from_outside(bureau, closing):
@@ -414,7 +414,7 @@ def test_stage_shows_the_case_numbers_goal_and_question_and_no_text(bureau, case
     block = _stage_case_block(stage.html.value)
     assert 'data-status="open"' in block and esc(cf.goal) in block and esc(cf.question) in block
     assert '<span class="bureau-stage-moves">0</span>' in block
-    assert '<span class="bureau-stage-rules">3/3</span>' in block
+    assert '<span class="bureau-stage-rules">4/4</span>' in block
     case.interrogate(cf.asker, cf.question)
     html = stage.html.value
     assert '<span class="bureau-stage-moves">1</span>' in _stage_case_block(html)
@@ -569,7 +569,7 @@ def test_exercise_checks_name_the_scenarios_roles(bureau):
         v = check("02-suspect-question", case, "Is someone feeding the police false tips?")
         assert not v and v.message.startswith("The harbourmaster finds no card")
         v = check("03-footprint", case)
-        assert not v and "leak-warning" in v.message
+        assert not v and "blue-van" in v.message  # the card the mole's case publishes
     finally:
         bureau.delete_case(case.id)
 
@@ -612,7 +612,8 @@ def test_plots_have_labels_and_a_finding_title(bureau, case):
     fig, traces = plots.best_scores(case, SAFE_Q)
     ax = fig.axes[0]
     assert ax.get_xlabel() and ax.get_ylabel()
-    assert ax.get_title() == "Only informant find(s) a card above the threshold"
+    # the informant holds the answer, the suspect its decoy: both clear the threshold
+    assert ax.get_title() == "Only informant and suspect find(s) a card above the threshold"
     for fig in (
         plots.cards_per_space(case),
         plots.latency_by_scope(traces),
@@ -625,7 +626,7 @@ def test_plots_have_labels_and_a_finding_title(bureau, case):
     assert "recover() removed it" in fig.axes[0].get_title()
 
 
-def test_similarity_primer_scores_the_answering_card_alone_above_the_threshold(bureau, case):
+def test_similarity_primer_scores_the_answer_and_its_decoy_above_the_threshold(bureau, case):
     """Lesson 02's primer figure: real MiniLM cosines, the same numbers the X-ray reports."""
     question = Cast.of(case).secret.question
     cards = [(f"{role}: {m.key}", m.content) for role, m in case.scenario.seeds()]
@@ -634,7 +635,7 @@ def test_similarity_primer_scores_the_answering_card_alone_above_the_threshold(b
     ax = fig.axes[0]
     assert ax.get_xlabel() and ax.get_ylabel()
     above = [label for (label, _), s in zip(cards, scores, strict=True) if s >= thr]
-    assert above == ["informant: safe-code"]
-    assert ax.get_title().startswith("Only 'informant: safe-code' clears the threshold")
+    assert above == ["informant: safe-code", "suspect: wrong-code"]  # the answer and its decoy
+    assert ax.get_title() == f"2 of 6 cards clear the threshold {thr:.2f}"
     hit = case.retrieve("informant", question).hits[0]
     assert abs(hit.score - scores[0]) < 0.01  # what the X-ray calls the score

@@ -157,12 +157,14 @@ def _check_suspect_question(case: Case, answer: Any) -> Verdict:
             f"The {cast.witness} finds no card above the threshold for that question; ask about "
             "something in its private notes (try the X-ray to see the scores)."
         )
-    if cast.outsider in knowers:
+    others = [r for r in knowers if r != cast.witness]  # a decoy's holder "knows" too
+    if others:
         return not_yet(
-            f"The {cast.outsider} can answer that too; pick a topic only the {cast.witness} holds."
+            f"The {', '.join(others)} can answer that too; pick a topic only the {cast.witness} "
+            "holds."
         )
     return passed(
-        f"Only {', '.join(knowers)} can answer: the X-ray of the {cast.outsider} is a miss."
+        f"Only the {cast.witness} can answer: the X-ray of the {cast.outsider} is a miss."
     )
 
 
