@@ -28,6 +28,10 @@ ALL_SEEDS = {m.content for sid in SCENARIOS for _, m in load_scenario(sid).seeds
 """Every shipped card text: a role of one case must never be sent another case's cards."""
 
 
+pytestmark = pytest.mark.xdist_group("injection-lab")
+"""One worker sets the lab's module fixtures up once (they take minutes; issue 47: split
+across both workers, each set them up)."""
+
 def _readable(case, role: str) -> set[str]:
     return {c.content for c in case.cards(role)}
 

@@ -77,7 +77,7 @@ def test_revoked_and_expired_cards_vanish_from_every_read_path(case):
     with pytest.raises(UnknownCardError):
         case.card("suspect", note.id)
     stage = case.stage()
-    assert stage["board"] == [] and stage["private_counts"]["suspect"] == 1
+    assert stage["board"] == [] and stage["private_counts"]["suspect"] == 2  # alibi, decoy
     assert not case.knowers("hidden garden note spade shed")
     audit = case.audit()
     states = dict(zip(audit.card_id, audit.card_state, strict=False))

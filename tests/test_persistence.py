@@ -88,7 +88,7 @@ def test_cli_demo_runs_offline(tmp_path):
     code = "import sys; from bureau.__main__ import main; sys.exit(main(['demo']))"
     out = run_python(code, cwd=tmp_path, env={"BUREAU_DATA_DIR": str(tmp_path / "store")})
     text = out.stdout
-    assert text.count("I don't know.") == 2  # detective and suspect before publication
+    assert text.count("I don't know.") == 1  # the detective (the suspect "knows" its decoy)
     assert "publishing again returns the same copy: True" in text
     assert "knowers now: detective, informant, suspect" in text
     assert [p.name for p in tmp_path.iterdir()] == ["store"]

@@ -71,7 +71,7 @@ COURSE: list[Lesson] = [
            "check the environment; read a case file (goal, rules, moves); who can read what",
            22, run_s=12, core=True),
     Lesson("01_whisper.ipynb", "01 · Whisper: a private note, and a first move",
-           "write a private card; what each role can read; why nobody writes the board", 19,
+           "write a private card; what each role can read; why nobody writes the board", 20,
            run_s=12, core=True),
     Lesson("02_interrogate.ipynb", "02 · Interrogate: why the detective does not know",
            "embeddings and cosine scores; the memory X-ray; known is not true", 22, run_s=10, core=True),
@@ -80,7 +80,7 @@ COURSE: list[Lesson] = [
            21, run_s=9, core=True),
     Lesson("04_attacks.ipynb", "04 · The mole strikes",
            "a mole's attacks fail at the boundary, with the reason; a decoy published loses the "
-           "case: publish by source", 21, run_s=13, core=True),
+           "case: publish by source", 22, run_s=13, core=True),
     Lesson("04b_attack_families.ipynb",
            "04b · Deep dive: every attack family, side channels included",
            "tampering with every name and id; timing a guess against chance; every attack, its "
@@ -101,7 +101,7 @@ COURSE: list[Lesson] = [
            run_s=21, deep_dive=True),
     Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
            "a model phrases only what the bureau decided; injections aimed at it fail, measured "
-           "against a shared pool; the core path in four lines", 22, run_s=23,
+           "against a shared pool; the core path in four lines", 23, run_s=23,
            core=True),
     Lesson("06b_injection_in_the_wild.ipynb",
            "06b · Deep dive: a tool-calling agent and attacks nobody here wrote",

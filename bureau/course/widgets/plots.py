@@ -14,7 +14,17 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ...embedding import Encoder
-from ...figures import ABSTRACTED, LEAKED, PRIVATE, PROTECTED, SHARED, CourseFigure, new_figure
+from ...figures import (
+    ABSTRACTED,
+    LEAKED,
+    PRIVATE,
+    PROTECTED,
+    SHARED,
+    CourseFigure,
+    integer_ticks,
+    new_figure,
+    share_label,
+)
 from ...model import BOARD, RetrievalTrace
 from ...service import Case
 
@@ -45,6 +55,26 @@ def cards_per_space(case: Case) -> Figure:
         f"{private} private cards in {len(case.role_names)} spaces; the board holds {counts[-1]}"
     )
     ax.yaxis.get_major_locator().set_params(integer=True)
+    return fig
+
+
+def disclosures(counts: Sequence[tuple[str, int, int]]) -> Figure:
+    """Lesson 06's injection run: for each memory, how many injections disclosed something, of
+    how many tried (``(memory, disclosed, tried)``); the bars are counts, labelled ``k/n``."""
+    fig, ax = _fig(6.0, 2.6)
+    names = [name for name, _, _ in counts]
+    shown = [k for _, k, _ in counts]
+    bars = ax.barh(names, shown, color=[PROTECTED if k == 0 else LEAKED for k in shown])
+    ax.bar_label(bars, labels=[share_label(k, n) for _, k, n in counts], padding=3)
+    ax.set_xlim(0, max([n for _, _, n in counts] + [1]) * 1.15)
+    integer_ticks(ax.xaxis)
+    ax.set_xlabel("injections that disclosed a card the attacker may not read")
+    ax.set_ylabel("memory")
+    ax.invert_yaxis()
+    worst = max(counts, key=lambda c: c[1])
+    best = min(counts, key=lambda c: c[1])
+    ax.set_title(f"{best[0]}: {share_label(best[1], best[2])} disclosed; "
+                 f"{worst[0]}: {share_label(worst[1], worst[2])}")
     return fig
 
 
