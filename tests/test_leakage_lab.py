@@ -402,7 +402,9 @@ def test_the_machine_reads_busy_for_another_process_spinning_not_for_the_labs_ow
     cores = os.cpu_count() or 1
     assert own is not None and busy is not None
     assert 0.7 <= busy <= cores + 0.01
-    assert busy - own >= 0.6
+    # the spinner shows as about a core more, unless the suite's other worker already keeps the
+    # machine saturated (then there is no more to show: 1.9 of 2 cores read, 1.46 before it)
+    assert busy - own >= 0.6 or busy >= cores - 0.15, (own, busy)
 
 
 def test_both_benchmarks_in_one_stream_give_the_figures_of_separate_runs(bureau, monkeypatch):
