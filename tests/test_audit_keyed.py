@@ -330,3 +330,38 @@ def test_a_reset_clears_the_state_and_reseals_it(case, bureau):
     assert bureau.ledger.mediation.card_limits(case.id) == []
     case.interrogate("detective", BOOT_Q)  # reads again
     assert bureau.ledger.mediation.verify_audit() >= 2
+
+
+def test_a_key_whose_anchor_is_being_written_is_waited_for_not_refused(chain, tmp_path):
+    """Two processes opening one new store at once (two instances on one server): one links
+    the key, then writes the anchor, both under the head lock. The other must wait for that
+    lock and find the anchor, not read the gap as a chain cut short (it did, once, in CI)."""
+    import threading
+
+    anchor = tmp_path / "audit.anchor"
+    saved = anchor.read_bytes()
+    anchor.unlink()
+    writer = sqlite3.connect(chain.path, isolation_level=None, timeout=30)
+    writer.execute("BEGIN IMMEDIATE")  # the other process, between the key and the anchor
+    opened: list[object] = []
+    opener = threading.Thread(target=lambda: opened.append(_open_or_error(chain.path)))
+    opener.start()
+    opener.join(0.5)
+    assert opener.is_alive(), "the opener did not wait for the head lock"
+    anchor.write_bytes(saved)
+    writer.execute("COMMIT")
+    opener.join(30)
+    assert not opener.is_alive()
+    assert not isinstance(opened[0], Exception), opened[0]
+    assert opened[0].mediation.verify_audit() == 5
+    # with no one holding the lock, a missing anchor is still a chain cut short
+    anchor.unlink()
+    with pytest.raises(AuditTamperedError, match="anchor .* is missing"):
+        Ledger(chain.path)
+
+
+def _open_or_error(path):
+    try:
+        return Ledger(path)
+    except Exception as exc:  # noqa: BLE001 - handed back to the test thread
+        return exc

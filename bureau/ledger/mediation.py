@@ -77,17 +77,27 @@ class MediationStore:
         """Load the audit key, or make it with a new ledger; an old (unkeyed) ledger is
         verified by its old rule, anchored at its head and its state rows signed, once."""
         key = self._keys.load()
-        if key is not None:
-            self._key = key
-            if self._keys.anchor().migrating:  # a migration was interrupted: finish it
-                self._migrate(key)
-            return key
+        if key is None or self._keys.read_anchor() is None:
+            # No key, or a key without its anchor: a ledger cut short, or another process
+            # between linking the key and writing the anchor (both under the head lock).
+            # Take that lock and look again before making a key or calling it tampering.
+            key, made = self._create_key()
+            if made:
+                return key
+        self._key = key
+        if self._keys.anchor().migrating:  # a migration was interrupted: finish it
+            self._migrate(key)
+        return key
+
+    def _create_key(self) -> tuple[bytes, bool]:
+        """Under the head lock: ``(key, False)`` for the key another process made meanwhile,
+        ``(key, True)`` once this one has made (and, for an old ledger, anchored and signed)
+        a new key."""
         with self._conn.tx(write=True) as db:
             head = self._lock_head(db)  # held: no other process opens a new key meanwhile
             key = self._keys.load()  # another process made it while this one waited
             if key is not None:
-                self._key = key
-                return key
+                return key, False
             rows = db.all(f"SELECT seq, entry, prev_hash, hash FROM {self._conn.t('audit')}"
                           " ORDER BY seq")
             legacy = self._legacy_head(rows, head)
@@ -103,7 +113,7 @@ class MediationStore:
             log.warning("audit ledger %r: %d entries and the state rows written before the "
                         "audit was keyed were verified, anchored and signed; from now on the "
                         "chain is keyed (%s)", self._conn, legacy[0], self._keys.key_path)
-        return key
+        return key, True
 
     def _legacy_head(self, rows: list[dict[str, Any]], head: tuple[int, str]) -> tuple[int, str]:
         """The head of a chain written before keys existed, checked by the old rule; a keyed
