@@ -131,6 +131,31 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(getattr(pytest.mark, area))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """Stop at once if ``--dist loadgroup`` would not group (checked where the scheduler runs):
+    the lessons must share one worker (one learner's data directory, in course order) and the
+    injection lab's minutes-long module fixtures must be set up once. pytest 9.2 with
+    pytest-xdist 3.8 dropped the groups silently (pytest-dev/pytest-xdist#1386): the suite ran
+    about four minutes longer and nothing said why."""
+    if getattr(node.config.option, "dist", None) != "loadgroup":
+        return
+    grouped = {f for f in {i.split("::", 1)[0] for i in ids}
+               if "xdist_group(" in _module_text(node.config.rootpath / f)}
+    lost = [i for i in ids if i.split("::", 1)[0] in grouped and "@" not in i]
+    if lost:
+        pytest.exit(f"--dist loadgroup lost its groups ({len(lost)} tests, e.g. {lost[0]}): this "
+                    "pytest and pytest-xdist no longer group by xdist_group. Install the versions "
+                    "requirements.lock pins (make venv).", returncode=4)
+
+
+def _module_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Remove this run's store (its seekdb child exits with this process right after)."""
     import shutil

@@ -259,10 +259,16 @@ def run_lab(bureau: Bureau, scenarios: Sequence[str] | None = None,
             temperament: str = "gullible", injections: Sequence[Injection] = CATALOGUE,
             targets_per_scenario: int | None = None,
             inspect: Callable[[Case, Trial], None] | None = None,
-            external: bool = True, filler: int = FILLER_CARDS) -> LabReport:
+            external: bool = True, filler: int = FILLER_CARDS,
+            tool_targets: str = "every") -> LabReport:
     """Every injection against every target of every scenario, through both systems; with
     ``external``, the external catalogue (AgentDojo's templates) too. The attacker's own
-    tool-calling agent runs on the lab's own injections only (it is the slow part)."""
+    tool-calling agent runs on the lab's own injections only (it is the slow part: a few
+    hundred tool calls a trial). ``tool_targets="rotate"`` runs it once per injection and
+    scenario, on each target in turn (injection *j* on target *j mod n*), so every injection
+    and every target still meets it (the test suite's setting: a fifth of the calls)."""
+    if tool_targets not in ("every", "rotate"):
+        raise InvalidArgumentError(f"tool_targets is 'every' or 'rotate', not {tool_targets!r}.")
     scenario_ids = list(scenarios) if scenarios else [s.id for s in bureau.scenarios()]
     catalogue = external_catalogue() if external else None
     every = list(injections) + (list(catalogue.injections) if catalogue else [])
@@ -278,9 +284,10 @@ def run_lab(bureau: Bureau, scenarios: Sequence[str] | None = None,
             if targets_per_scenario is not None:
                 n = min(n, targets_per_scenario)
             for i in range(n):
-                for inj in every:
+                for j, inj in enumerate(every):
+                    tools = not inj.external and (tool_targets == "every" or j % n == i)
                     trials.append(run_trial(bureau, sid, inj, voices, i, inspect=inspect,
-                                            with_tools=not inj.external, filler=filler))
+                                            with_tools=tools, filler=filler))
         label = voices.label
     source = None
     if catalogue is not None:
