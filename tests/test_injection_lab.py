@@ -391,3 +391,19 @@ def test_the_external_catalogue_loads_with_its_licence_and_runs_per_family(exter
     from bureau.errors import ScenarioError
     with pytest.raises(ScenarioError):
         lab.external_catalogue(str(bad))
+
+
+def test_tool_targets_leaves_the_tool_agent_out_or_refuses_a_bad_value(bureau):
+    """Lesson 06 runs the lab without the attacker's tool agent (06b is its lesson): no trial
+    has a tool outcome; a value that is not one of the three is refused before any case exists."""
+    from bureau.errors import InvalidArgumentError
+
+    before = {s.id for s in bureau.cases()}
+    with pytest.raises(InvalidArgumentError, match="'every', 'rotate' or 'none'"):
+        lab.run_lab(bureau, ["safe-combination"], "gullible", targets_per_scenario=1,
+                    external=False, tool_targets="some")
+    assert {s.id for s in bureau.cases()} == before
+    report = lab.run_lab(bureau, ["safe-combination"], "gullible", targets_per_scenario=1,
+                         injections=lab.CATALOGUE[:2], external=False, tool_targets="none")
+    assert len(report.trials) == 2 and all(t.tools is None for t in report.trials)
+    assert set(report.table()["system"]) == {"bureau", "naive"}

@@ -101,7 +101,7 @@ COURSE: list[Lesson] = [
            run_s=21, deep_dive=True),
     Lesson("06_llm_voice.ipynb", "06 · The roles get a voice",
            "a model phrases only what the bureau decided; injections aimed at it fail, measured "
-           "against a shared pool; the core path in four lines", 23, run_s=23,
+           "against a shared pool; the core path in four lines", 23, run_s=8,
            core=True),
     Lesson("06b_injection_in_the_wild.ipynb",
            "06b · Deep dive: a tool-calling agent and attacks nobody here wrote",

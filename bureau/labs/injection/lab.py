@@ -266,9 +266,11 @@ def run_lab(bureau: Bureau, scenarios: Sequence[str] | None = None,
     tool-calling agent runs on the lab's own injections only (it is the slow part: a few
     hundred tool calls a trial). ``tool_targets="rotate"`` runs it once per injection and
     scenario, on each target in turn (injection *j* on target *j mod n*), so every injection
-    and every target still meets it (the test suite's setting: a fifth of the calls)."""
-    if tool_targets not in ("every", "rotate"):
-        raise InvalidArgumentError(f"tool_targets is 'every' or 'rotate', not {tool_targets!r}.")
+    and every target still meets it (the test suite's setting: a fifth of the calls);
+    ``"none"`` leaves it out (lesson 06 shows the two systems only; 06b is the tool agent's)."""
+    if tool_targets not in ("every", "rotate", "none"):
+        raise InvalidArgumentError(f"tool_targets is 'every', 'rotate' or 'none', not "
+                                   f"{tool_targets!r}.")
     scenario_ids = list(scenarios) if scenarios else [s.id for s in bureau.scenarios()]
     catalogue = external_catalogue() if external else None
     every = list(injections) + (list(catalogue.injections) if catalogue else [])
@@ -285,7 +287,8 @@ def run_lab(bureau: Bureau, scenarios: Sequence[str] | None = None,
                 n = min(n, targets_per_scenario)
             for i in range(n):
                 for j, inj in enumerate(every):
-                    tools = not inj.external and (tool_targets == "every" or j % n == i)
+                    tools = not inj.external and (tool_targets == "every" or (
+                        tool_targets == "rotate" and j % n == i))
                     trials.append(run_trial(bureau, sid, inj, voices, i, inspect=inspect,
                                             with_tools=tools, filler=filler))
         label = voices.label
