@@ -3,6 +3,7 @@
 # The core stage runs on BUREAU_TEST_WORKERS xdist workers (default 2, one per core): every
 # lesson's two runs in one data directory (tests/test_lessons_twice.py) go to one worker, in
 # order, while the other runs the rest; the site stage then renders those executed lessons.
+# The browser stages run on as many workers (each its own JupyterLab or page server and Chromium).
 #
 # Every stage records its outcome (pytest stages also their JUnit XML); tools/test_summary.py then
 # prints what ran, passed, failed and was skipped per stage, and the verdict line CI parses
@@ -61,7 +62,7 @@ fi
 T="real browser (JupyterLab and Voila in Chromium)"
 if stage ui "$T"; then
   if [ -d tests/ui ]; then
-    run_pytest ui "$T" browser -m ui tests/ui -q -p no:cacheprovider
+    run_pytest ui "$T" browser -m ui tests/ui -q -p no:cacheprovider -n "${BUREAU_TEST_WORKERS:-2}"
   else
     echo "tests/ui is missing"; record ui "$T" skipped "" browser
   fi
@@ -71,7 +72,8 @@ if stage site "$T"; then
   if [ -f tools/sitebuild.py ] && [ -d tests/site ]; then
     "$PY" tools/sitebuild.py build --reuse; rc=$?  # the core stage's executed lessons
     if [ $rc -eq 0 ]; then
-      run_pytest site "$T" browser -m ui tests/site -q -p no:cacheprovider
+      run_pytest site "$T" browser -m ui tests/site -q -p no:cacheprovider \
+        -n "${BUREAU_TEST_WORKERS:-2}"
     else
       echo "the site build failed (exit $rc)"; record site "$T" failed "" browser
     fi
