@@ -199,7 +199,8 @@ def test_a_learner_killing_every_session_costs_retries_not_calls(room, tmp_path)
             t.join()
         guard.stop(room.directory)
     print(f"kills {kills[0]} ({kills_unguarded} unguarded), redraws {redraws[0]}, "
-          f"locked after {locked_at[0] - guard_on if locked_at else None} s, {results}")
+          f"locked after {locked_at[0] - guard_on if locked_at else None} s, page rows timed "
+          f"out {len(page_errors)} of {rows_read[0]}, {results}")
     locked = guard.locked_learners(room.directory)
     page_locked = {r["learner"] for r in instructor.room(room.directory) if r["locked"]}
     try:
