@@ -166,8 +166,8 @@ def _store(tmp: Path, seal: bool) -> dict:
     return {"made": made, "rows": rows, "found": disk.find_vectors(after)}
 
 
-def _rates(store: dict, encoder) -> dict[tuple[str, str], float]:
-    """Top-1 of every attack, per state (``live``, ``revoked``, ``reset``)."""
+def _rates(store: dict, encoder) -> dict[tuple[str, str], tuple[int, int]]:
+    """Top-1 hits and trials of every attack, per state (``live``, ``revoked``, ``reset``)."""
     rng = random.Random(7)
     every = dict(zip(POOL, encoder.embed(POOL, cache=False), strict=True))
 
@@ -203,7 +203,7 @@ def _rates(store: dict, encoder) -> dict[tuple[str, str], float]:
                 for attack, pick in named.items():
                     hits.setdefault(attack, []).append(int(pick == 0))
         for attack, h in hits.items():
-            rates[(state, attack)] = sum(h) / len(h)
+            rates[(state, attack)] = (sum(h), len(h))
     return rates
 
 
@@ -212,12 +212,23 @@ def test_the_administrator_names_no_held_out_card_from_the_vectors(tmp_path, sea
     from bureau.embedding import shared_minilm
 
     store = _store(tmp_path, seal)
-    rates = _rates(store, shared_minilm())
+    counts = _rates(store, shared_minilm())
+    rates = {k: h / n for k, (h, n) in counts.items()}
     print(json.dumps({f"{s} {a}": round(r, 3) for (s, a), r in sorted(rates.items())}))
     assert {s for s, _ in rates} == {"live", "revoked", "reset"} and len(rates) == 19
     if seal:
-        high = {k: r for k, r in rates.items() if r > 0.06}
-        assert not high, high  # every attack at chance (2 %): at most 6 %
+        # Every attack at chance (1 in CANDIDATES): none, and not all of them together, names
+        # more than a binomial draw at chance would, at a family-wise 0.1 % (Bonferroni over the
+        # 19). A fixed 6 % cut-off failed on chance alone: 13 of 200 once in a full run, 2-5 of 200
+        # in reruns of that store. An attack that names 10 % of the cards (20 of 200) is caught.
+        from scipy.stats import binom
+
+        chance, alpha = 1 / CANDIDATES, 0.001
+        high = {k: f"{h} of {n}" for k, (h, n) in counts.items()
+                if binom.sf(h - 1, n, chance) < alpha / len(counts)}
+        assert not high, high
+        hits, trials = (sum(x) for x in zip(*counts.values(), strict=True))
+        assert binom.sf(hits - 1, trials, chance) >= alpha, (hits, trials)
     else:  # the same attacks on the unsealed store name them: the tools work
         low = {k: r for k, r in rates.items() if r < (0.5 if "files" in k[1] else 0.9)}
         assert not low, low
